@@ -1,0 +1,34 @@
+# make run   - the whole system on this machine (SQLite + a file-system broker unless
+#              DATABASE_URL / REDIS_URL are set): creates .venv, installs, migrates, starts.
+# make test  - the test suite (against DATABASE_URL / REDIS_URL when set).
+# make lint  - ruff and the purity rule of armada/core.
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+export ARMADA_DEV ?= 1
+
+.PHONY: install run test lint format
+
+$(BIN)/armadactl: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+install: $(BIN)/armadactl
+
+run: install
+	$(BIN)/python manage.py runall
+
+test: install
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/python .ci/check_core_purity.py
+
+format: install
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .

@@ -1,0 +1,1 @@
+"""Armada control plane (Django project and app). The Celery app is ``armada.celery``."""

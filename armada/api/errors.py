@@ -1,0 +1,66 @@
+"""Every API error is JSON ``{"message": ..., "errors": [{"field", "message"}]}``.
+
+Domain errors from the services map to 400 (ValidationFailed), 403 (PermissionDenied),
+404 (NotFound) and 409 (Conflict); DRF's own errors are reshaped the same way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+from armada.services.errors import Conflict, NotFound, PermissionDenied, ValidationFailed
+
+
+def _flatten(detail: Any, prefix: str = "") -> list[dict[str, str]]:
+    if isinstance(detail, dict):
+        out = []
+        for key, value in detail.items():
+            name = f"{prefix}.{key}" if prefix else str(key)
+            if key == "non_field_errors":
+                name = prefix
+            out += _flatten(value, name)
+        return out
+    if isinstance(detail, list):
+        out = []
+        for item in detail:
+            out += _flatten(item, prefix)
+        return out
+    return [{"field": prefix, "message": str(detail)}]
+
+
+def error_response(code: int, message: str, errors: list[dict[str, str]] | None = None) -> Response:
+    return Response({"message": message, "errors": errors or []}, status=code)
+
+
+def exception_handler(exc: Exception, context: dict) -> Response | None:
+    if isinstance(exc, ValidationFailed):
+        errors = [{"field": e.field, "message": e.message} for e in exc.errors]
+        count = len(errors)
+        summary = str(exc.errors[0]) if count == 1 else f"{count} problems: {exc}"
+        return error_response(status.HTTP_400_BAD_REQUEST, f"invalid request: {summary}", errors)
+    if isinstance(exc, PermissionDenied):
+        return error_response(status.HTTP_403_FORBIDDEN, str(exc))
+    if isinstance(exc, NotFound):
+        return error_response(status.HTTP_404_NOT_FOUND, str(exc))
+    if isinstance(exc, Conflict):
+        return error_response(status.HTTP_409_CONFLICT, str(exc))
+    response = drf_exception_handler(exc, context)
+    if response is None:
+        return None
+    if isinstance(exc, exceptions.ValidationError):
+        errors = _flatten(exc.detail)
+        response.data = {
+            "message": "invalid request: "
+            + "; ".join(
+                f"{e['field']}: {e['message']}" if e["field"] else e["message"] for e in errors
+            ),
+            "errors": errors,
+        }
+    else:
+        detail = exc.detail if isinstance(exc, exceptions.APIException) else str(exc)
+        response.data = {"message": str(detail), "errors": []}
+    return response

@@ -1,0 +1,137 @@
+"""Output shapes of the API (inputs are validated by the core, which names every field)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from armada.core.quantity import Resources
+from armada.models import Job, Queue, Run
+
+
+class QueueSerializer(serializers.ModelSerializer):
+    priorityFactor = serializers.FloatField(source="priority_factor")
+    groupOwners = serializers.JSONField(source="group_owners")
+    retryPolicies = serializers.JSONField(source="retry_policies")
+    createdAt = serializers.DateTimeField(source="created_at")
+    updatedAt = serializers.DateTimeField(source="updated_at")
+
+    class Meta:
+        model = Queue
+        fields = [
+            "name",
+            "priorityFactor",
+            "owners",
+            "groupOwners",
+            "permissions",
+            "labels",
+            "cordoned",
+            "retryPolicies",
+            "createdAt",
+            "updatedAt",
+        ]
+        read_only_fields = fields
+
+
+class QueueInputSerializer(serializers.Serializer):
+    """Documents the body; validation itself is ``core.queues.parse_queue``."""
+
+    name = serializers.CharField()
+    priorityFactor = serializers.FloatField(required=False)
+    owners = serializers.ListField(child=serializers.CharField(), required=False)
+    groupOwners = serializers.ListField(child=serializers.CharField(), required=False)
+    permissions = serializers.JSONField(required=False)
+    labels = serializers.DictField(child=serializers.CharField(), required=False)
+    cordoned = serializers.BooleanField(required=False)
+    retryPolicies = serializers.ListField(child=serializers.CharField(), required=False)
+
+
+class JobFileSerializer(serializers.Serializer):
+    """Documents the job file; validation itself is ``core.submission.parse_job_file``."""
+
+    queue = serializers.CharField()
+    jobSetId = serializers.CharField()
+    jobs = serializers.ListField(child=serializers.JSONField())
+
+
+class SubmitResultSerializer(serializers.Serializer):
+    queue = serializers.CharField()
+    jobSetId = serializers.CharField()
+    jobIds = serializers.ListField(child=serializers.CharField())
+
+
+class RunSerializer(serializers.ModelSerializer):
+    leasedAt = serializers.DateTimeField(source="leased_at")
+    pendingAt = serializers.DateTimeField(source="pending_at")
+    runningAt = serializers.DateTimeField(source="running_at")
+    finishedAt = serializers.DateTimeField(source="finished_at")
+    exitCode = serializers.IntegerField(source="exit_code")
+    podName = serializers.CharField(source="pod_name")
+    failureCategory = serializers.CharField(source="failure_category")
+    failureSubcategory = serializers.CharField(source="failure_subcategory")
+
+    class Meta:
+        model = Run
+        fields = [
+            "id",
+            "executor",
+            "node",
+            "pool",
+            "state",
+            "podName",
+            "leasedAt",
+            "pendingAt",
+            "runningAt",
+            "finishedAt",
+            "exitCode",
+            "reason",
+            "message",
+            "failureCategory",
+            "failureSubcategory",
+            "hint",
+            "retryable",
+            "decision",
+        ]
+        read_only_fields = fields
+
+
+class JobSerializer(serializers.ModelSerializer):
+    jobSetId = serializers.CharField(source="job_set")
+    priorityClass = serializers.CharField(source="priority_class")
+    podSpec = serializers.JSONField(source="pod_spec")
+    requests = serializers.SerializerMethodField()
+    submittedAt = serializers.DateTimeField(source="submitted_at")
+    lastTransitionAt = serializers.DateTimeField(source="last_transition_at")
+    failureCount = serializers.IntegerField(source="failure_count")
+    terminalReason = serializers.CharField(source="terminal_reason")
+    failureCategory = serializers.CharField(source="failure_category")
+    failureSubcategory = serializers.CharField(source="failure_subcategory")
+    runs = RunSerializer(many=True)
+
+    class Meta:
+        model = Job
+        fields = [
+            "id",
+            "queue",
+            "jobSetId",
+            "owner",
+            "namespace",
+            "priority",
+            "priorityClass",
+            "state",
+            "annotations",
+            "podSpec",
+            "requests",
+            "submittedAt",
+            "lastTransitionAt",
+            "failureCount",
+            "terminalReason",
+            "failureCategory",
+            "failureSubcategory",
+            "runs",
+        ]
+        read_only_fields = fields
+
+    def get_requests(self, job: Job) -> dict[str, Any]:
+        return Resources(job.requests).to_strings()

@@ -1,0 +1,108 @@
+"""The event stream of a job set: newline-delimited JSON, or Server-Sent Events for browsers.
+
+``GET /api/v1/job-sets/{queue}/{jobSet}/events?from=<id>&watch=true``
+
+- ``from`` is exclusive: events with a greater id follow (SSE clients may send
+  ``Last-Event-ID`` instead), so a client that reconnects with the last id it saw gets
+  neither a gap nor a duplicate (see ``services.events`` for why ids appear in order).
+- ``watch=true`` keeps the response open and follows new events; otherwise the response
+  ends after the events that exist. A blank line (an SSE comment) is sent every
+  ``KEEPALIVE_SECONDS`` so that proxies keep the connection.
+This is an async view: under ASGI a watcher holds no worker thread while it waits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+
+from asgiref.sync import sync_to_async
+from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from rest_framework.request import Request
+from rest_framework.settings import api_settings
+
+from armada.models import Queue
+from armada.services.authz import can_on_queue
+from armada.services.events import event_as_dict, events_for_job_set
+
+POLL_SECONDS = 0.25
+KEEPALIVE_SECONDS = 15.0
+BATCH = 500
+
+
+def _error(status: int, message: str) -> JsonResponse:
+    return JsonResponse({"message": message, "errors": []}, status=status)
+
+
+def _authorize(request: HttpRequest, queue_name: str) -> JsonResponse | None:
+    """Authenticate like the rest of the API (session, token, basic) and check ``watch``."""
+    drf_request = Request(
+        request, authenticators=[a() for a in api_settings.DEFAULT_AUTHENTICATION_CLASSES]
+    )
+    try:
+        user = drf_request.user
+    except Exception as exc:  # DRF raises AuthenticationFailed for bad credentials
+        return _error(401, str(exc))
+    if not user.is_authenticated:
+        return _error(401, "authentication credentials were not provided")
+    queue = Queue.objects.filter(name=queue_name).first()
+    if queue is None:
+        return _error(404, f"queue {queue_name!r} does not exist")
+    if not can_on_queue(user, queue, "watch"):
+        return _error(
+            403,
+            f"user {user.get_username()!r} may not watch queue {queue_name!r}: needs the 'watch' permission on the queue or the global 'watch_all_events' permission",
+        )
+    return None
+
+
+def _cursor(request: HttpRequest) -> int | None:
+    raw = request.GET.get("from") or request.headers.get("Last-Event-ID") or "0"
+    try:
+        value = int(raw)
+    except ValueError:
+        return None
+    return value if value >= 0 else None
+
+
+async def job_set_events(request: HttpRequest, queue: str, job_set: str) -> HttpResponse:
+    if request.method != "GET":
+        return _error(405, f"method {request.method} not allowed")
+    denied = await sync_to_async(_authorize)(request, queue)
+    if denied is not None:
+        return denied
+    after = _cursor(request)
+    if after is None:
+        return _error(400, "invalid request: from: must be a non-negative event id")
+    watch = request.GET.get("watch", "false").lower() in ("1", "true", "yes")
+    sse = "text/event-stream" in request.headers.get("Accept", "")
+    load = sync_to_async(events_for_job_set)
+
+    async def stream() -> AsyncIterator[str]:
+        cursor = after
+        quiet = 0.0
+        while True:
+            events = await load(queue=queue, job_set=job_set, after=cursor, limit=BATCH)
+            for e in events:
+                cursor = e.id
+                body = json.dumps(event_as_dict(e), separators=(",", ":"))
+                yield f"id: {e.id}\nevent: {e.type}\ndata: {body}\n\n" if sse else body + "\n"
+            if len(events) == BATCH:
+                continue
+            if not watch:
+                return
+            if events:
+                quiet = 0.0
+            await asyncio.sleep(POLL_SECONDS)
+            quiet += POLL_SECONDS
+            if quiet >= KEEPALIVE_SECONDS:
+                quiet = 0.0
+                yield ":\n\n" if sse else "\n"
+
+    response = StreamingHttpResponse(
+        stream(), content_type="text/event-stream" if sse else "application/x-ndjson"
+    )
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"
+    return response

@@ -1,0 +1,26 @@
+from django.urls import path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from armada.api import streams, views
+
+urlpatterns = [
+    path("queues", views.QueueListView.as_view(), name="queue-list"),
+    path("queues/<str:name>", views.QueueDetailView.as_view(), name="queue-detail"),
+    path(
+        "queues/<str:name>/cordon",
+        views.QueueCordonView.as_view(cordoned=True),
+        name="queue-cordon",
+    ),
+    path(
+        "queues/<str:name>/uncordon",
+        views.QueueCordonView.as_view(cordoned=False),
+        name="queue-uncordon",
+    ),
+    path("jobs", views.JobSubmitView.as_view(), name="job-submit"),
+    path("jobs/<str:job_id>", views.JobDetailView.as_view(), name="job-detail"),
+    path(
+        "job-sets/<str:queue>/<path:job_set>/events", streams.job_set_events, name="job-set-events"
+    ),
+    path("schema", SpectacularAPIView.as_view(), name="schema"),
+    path("docs", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+]

@@ -1,0 +1,112 @@
+"""REST views: thin, one per operation; every decision is in ``armada.services``."""
+
+from __future__ import annotations
+
+from django.utils import timezone
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from armada.api.serializers import (
+    JobFileSerializer,
+    JobSerializer,
+    QueueInputSerializer,
+    QueueSerializer,
+    SubmitResultSerializer,
+)
+from armada.services import jobs as job_selectors
+from armada.services import queues as queue_services
+from armada.services.submit import job_submit
+
+_ERRORS = {
+    400: OpenApiResponse(description="invalid input; `errors` names each field"),
+    403: OpenApiResponse(description="permission denied; the message names the permission"),
+    404: OpenApiResponse(description="not found"),
+}
+
+
+class QueueListView(APIView):
+    @extend_schema(responses={200: QueueSerializer(many=True)}, summary="List queues")
+    def get(self, request: Request) -> Response:
+        return Response(QueueSerializer(queue_services.queue_list(), many=True).data)
+
+    @extend_schema(
+        request=QueueInputSerializer,
+        responses={201: QueueSerializer, 409: OpenApiResponse(description="name taken"), **_ERRORS},
+        summary="Create a queue",
+    )
+    def post(self, request: Request) -> Response:
+        queue = queue_services.queue_create(
+            actor=request.user, data=request.data, now=timezone.now()
+        )
+        return Response(QueueSerializer(queue).data, status=status.HTTP_201_CREATED)
+
+
+class QueueDetailView(APIView):
+    @extend_schema(responses={200: QueueSerializer, **_ERRORS}, summary="Get a queue")
+    def get(self, request: Request, name: str) -> Response:
+        return Response(QueueSerializer(queue_services.queue_get(name=name)).data)
+
+    @extend_schema(
+        request=QueueInputSerializer,
+        responses={200: QueueSerializer, **_ERRORS},
+        summary="Update a queue",
+    )
+    def patch(self, request: Request, name: str) -> Response:
+        queue = queue_services.queue_update(
+            actor=request.user, name=name, data=request.data, now=timezone.now()
+        )
+        return Response(QueueSerializer(queue).data)
+
+    put = patch
+
+    @extend_schema(
+        responses={
+            204: None,
+            409: OpenApiResponse(description="queue has unfinished jobs"),
+            **_ERRORS,
+        },
+        summary="Delete a queue",
+    )
+    def delete(self, request: Request, name: str) -> Response:
+        queue_services.queue_delete(actor=request.user, name=name)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class QueueCordonView(APIView):
+    cordoned = True
+
+    @extend_schema(
+        request=None,
+        responses={200: QueueSerializer, **_ERRORS},
+        summary="Cordon or uncordon a queue",
+    )
+    def post(self, request: Request, name: str) -> Response:
+        queue = queue_services.queue_set_cordoned(
+            actor=request.user, name=name, cordoned=self.cordoned, now=timezone.now()
+        )
+        return Response(QueueSerializer(queue).data)
+
+
+class JobSubmitView(APIView):
+    @extend_schema(
+        request=JobFileSerializer,
+        responses={201: SubmitResultSerializer, **_ERRORS},
+        summary="Submit a job file (all jobs or none)",
+    )
+    def post(self, request: Request) -> Response:
+        ids = job_submit(actor=request.user, data=request.data, now=timezone.now())
+        data = request.data
+        return Response(
+            {"queue": data["queue"], "jobSetId": data["jobSetId"], "jobIds": ids},
+            status=status.HTTP_201_CREATED,
+        )
+
+
+class JobDetailView(APIView):
+    @extend_schema(responses={200: JobSerializer, **_ERRORS}, summary="Get a job with its runs")
+    def get(self, request: Request, job_id: str) -> Response:
+        job = job_selectors.job_get(actor=request.user, job_id=job_id)
+        return Response(JobSerializer(job).data)

@@ -1,0 +1,48 @@
+"""The Celery application: broker from settings, periodic tasks from ``config/armada.yaml``.
+
+Queues: ``scheduler`` (scheduling cycles) and ``executor.<id>`` (one per executor). Every
+periodic message expires after one period, so a busy or stopped worker does not come back to
+a pile of stale ticks.
+"""
+
+from __future__ import annotations
+
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "armada.settings")
+
+app = Celery("armada")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+
+
+def executor_queue(executor_id: str) -> str:
+    return f"executor.{executor_id}"
+
+
+@app.on_after_configure.connect
+def _periodic_tasks(sender: Celery, **_: object) -> None:
+    from django.conf import settings
+
+    config = settings.ARMADA
+    period = config.scheduling.cycle_period
+    sender.add_periodic_task(
+        period,
+        sender.signature("armada.scheduler.cycle", queue="scheduler", expires=period),
+        name="scheduler cycle",
+    )
+    for executor in config.executors:
+        sender.add_periodic_task(
+            executor.tick_period,
+            sender.signature(
+                "armada.executor.tick",
+                args=(executor.id,),
+                queue=executor_queue(executor.id),
+                expires=executor.tick_period,
+            ),
+            name=f"executor {executor.id} tick",
+        )
+
+
+app.autodiscover_tasks(["armada"])

@@ -1,0 +1,49 @@
+"""Loading ``config/armada.yaml`` (or the file named by ``ARMADA_CONFIG``) once per process.
+
+The file is read and validated when settings are imported, so a wrong key or type stops
+every process (web, scheduler, executor) at start-up with a message naming the key.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+
+from armada.core.config import ArmadaConfig, parse_config
+from armada.core.errors import ValidationFailed
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+DEFAULT_CONFIG_PATH = BASE_DIR / "config" / "armada.yaml"
+
+
+class ConfigError(Exception):
+    """The configuration file is missing, unreadable or invalid."""
+
+
+def config_path() -> Path:
+    return Path(os.environ.get("ARMADA_CONFIG") or DEFAULT_CONFIG_PATH)
+
+
+def load_config_file(path: Path) -> ArmadaConfig:
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ConfigError(f"cannot read configuration {path}: {exc.strerror}") from exc
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"configuration {path} is not valid YAML: {exc}") from exc
+    try:
+        return parse_config(data)
+    except ValidationFailed as exc:
+        lines = "\n".join(f"  - {e}" for e in exc.errors)
+        raise ConfigError(f"configuration {path} is invalid:\n{lines}") from exc
+
+
+@lru_cache(maxsize=1)
+def get_config() -> ArmadaConfig:
+    """The validated configuration of this process."""
+    return load_config_file(config_path())

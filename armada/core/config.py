@@ -1,0 +1,324 @@
+"""The shape of ``config/armada.yaml`` and its validation.
+
+``parse_config(data)`` turns the loaded YAML into frozen objects or raises
+:class:`~armada.core.errors.ValidationFailed` whose every error names the key
+(``scheduling.retryPolicy.globalMaxRetries``), so that a wrong key or type stops start-up
+with a message an operator can act on. Unknown keys are errors too: a typo must not be
+silently ignored.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    field_validator,
+    model_validator,
+)
+from pydantic import ValidationError as PydanticValidationError
+
+from armada.core.duration import parse_duration
+from armada.core.errors import FieldError, ValidationFailed
+from armada.core.quantity import parse_quantity
+
+_RFC1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_KEY_PREFIX = re.compile(r"^([A-Za-z][\w./\[\]-]*): ")
+
+
+def _duration(value: Any) -> float:
+    return parse_duration(value)
+
+
+def _quantities(value: Any) -> dict[str, int]:
+    if not isinstance(value, dict):
+        raise ValueError("expected a mapping of resource name to quantity")
+    out = {}
+    for k, v in value.items():
+        try:
+            out[str(k)] = parse_quantity(v)
+        except ValueError as exc:
+            raise ValueError(f"{k}: {exc}") from exc
+    return out
+
+
+Duration = Annotated[float, BeforeValidator(_duration)]
+Quantities = Annotated[dict[str, int], BeforeValidator(_quantities)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class PriorityClass(_Strict):
+    priority: StrictInt = Field(ge=0)
+    preemptible: StrictBool = False
+
+
+class Pool(_Strict):
+    name: str = Field(min_length=1)
+    short_job_penalty_cutoff: Duration = Field(0.0, alias="shortJobPenaltyCutoff")
+
+
+class RetryPolicyConfig(_Strict):
+    enabled: StrictBool = False
+    global_max_retries: StrictInt | None = Field(None, alias="globalMaxRetries", ge=0)
+    default_policy_name: str = Field("", alias="defaultPolicyName")
+
+    @model_validator(mode="after")
+    def _limit_required_when_enabled(self) -> RetryPolicyConfig:
+        if self.enabled and self.global_max_retries is None:
+            raise ValueError(
+                "globalMaxRetries is required when retry policies are enabled "
+                "(0 turns every retry off)"
+            )
+        return self
+
+
+class Scheduling(_Strict):
+    cycle_period: Duration = Field(1.0, alias="cyclePeriod", gt=0)
+    max_retries: StrictInt = Field(3, alias="maxRetries", ge=0)
+    retry_policy: RetryPolicyConfig = Field(default_factory=RetryPolicyConfig, alias="retryPolicy")
+    priority_classes: dict[str, PriorityClass] = Field(
+        default_factory=lambda: {
+            "armada-default": PriorityClass(priority=1000, preemptible=False),
+            "armada-preemptible": PriorityClass(priority=1000, preemptible=True),
+        },
+        alias="priorityClasses",
+    )
+    default_priority_class_name: str = Field("armada-default", alias="defaultPriorityClassName")
+    pools: list[Pool] = Field(default_factory=lambda: [Pool(name="default")], min_length=1)
+    node_id_label: str = Field("kubernetes.io/hostname", alias="nodeIdLabel")
+    indexed_node_labels: list[str] = Field(default_factory=list, alias="indexedNodeLabels")
+    maximum_jobs_per_round: StrictInt = Field(10000, alias="maximumJobsPerRound", gt=0)
+
+    @model_validator(mode="after")
+    def _default_class_exists(self) -> Scheduling:
+        if self.default_priority_class_name not in self.priority_classes:
+            raise ValueError(
+                f"defaultPriorityClassName {self.default_priority_class_name!r} is not one of "
+                f"priorityClasses ({', '.join(sorted(self.priority_classes))})"
+            )
+        names = [p.name for p in self.pools]
+        if len(set(names)) != len(names):
+            raise ValueError("pools: pool names must be unique")
+        return self
+
+
+class Taint(_Strict):
+    key: str
+    value: str = ""
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = "NoSchedule"
+
+
+class NodeGroup(_Strict):
+    """One node, or ``count`` identical nodes named ``<name>-0`` .. ``<name>-<count-1>``."""
+
+    name: str = Field(min_length=1)
+    count: StrictInt = Field(1, ge=1, le=100000)
+    labels: dict[str, str] = Field(default_factory=dict)
+    taints: list[Taint] = Field(default_factory=list)
+    allocatable: Quantities
+
+    def node_names(self) -> list[str]:
+        if self.count == 1:
+            return [self.name]
+        return [f"{self.name}-{i}" for i in range(self.count)]
+
+
+class ExitCodeMatcher(_Strict):
+    operator: Literal["In", "NotIn"]
+    values: list[StrictInt] = Field(min_length=1)
+
+
+class PatternMatcher(_Strict):
+    pattern: str = Field(min_length=1)
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, v: str) -> str:
+        try:
+            re.compile(v)
+        except re.error as exc:
+            raise ValueError(f"not a valid regular expression: {exc}") from exc
+        return v
+
+
+class CategoryRule(_Strict):
+    on_exit_codes: ExitCodeMatcher | None = Field(None, alias="onExitCodes")
+    on_conditions: list[Literal["OOMKilled", "Evicted", "DeadlineExceeded"]] | None = Field(
+        None, alias="onConditions", min_length=1
+    )
+    on_termination_message: PatternMatcher | None = Field(None, alias="onTerminationMessage")
+    on_pod_error: PatternMatcher | None = Field(None, alias="onPodError")
+    container_name: str | None = Field(None, alias="containerName")
+    subcategory: str | None = None
+    hint: str | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one_matcher(self) -> CategoryRule:
+        present = [
+            name
+            for name, value in (
+                ("onExitCodes", self.on_exit_codes),
+                ("onConditions", self.on_conditions),
+                ("onTerminationMessage", self.on_termination_message),
+                ("onPodError", self.on_pod_error),
+            )
+            if value is not None
+        ]
+        if len(present) != 1:
+            raise ValueError(
+                "a rule needs exactly one of onExitCodes, onConditions, onTerminationMessage, "
+                f"onPodError (found {', '.join(present) or 'none'})"
+            )
+        return self
+
+
+class Category(_Strict):
+    name: str = Field(min_length=1)
+    action: Literal["Retain", "Delete"] = "Retain"
+    rules: list[CategoryRule] = Field(min_length=1)
+
+
+class ErrorCategories(_Strict):
+    enabled: StrictBool = False
+    default_category: str = Field("", alias="defaultCategory")
+    default_subcategory: str = Field("", alias="defaultSubcategory")
+    categories: list[Category] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> ErrorCategories:
+        names = [c.name for c in self.categories]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"duplicate category name(s): {', '.join(dupes)}")
+        return self
+
+
+class Executor(_Strict):
+    id: str
+    pool: str = "default"
+    backend: Literal["fake"] = "fake"
+    tick_period: Duration = Field(1.0, alias="tickPeriod", gt=0)
+    tracked_node_labels: list[str] = Field(default_factory=list, alias="trackedNodeLabels")
+    nodes: list[NodeGroup] = Field(default_factory=list)
+    error_categories: ErrorCategories = Field(
+        default_factory=ErrorCategories, alias="errorCategories"
+    )
+
+    @field_validator("id")
+    @classmethod
+    def _label(cls, v: str) -> str:
+        if not _RFC1123_LABEL.match(v) or len(v) > 63:
+            raise ValueError(
+                f"{v!r} must be a lower-case RFC 1123 label (a-z, 0-9 and '-', at most 63 characters)"
+            )
+        return v
+
+
+class Metrics(_Strict):
+    job_state_metrics_reset_interval: Duration = Field(
+        43200.0, alias="jobStateMetricsResetInterval", ge=0
+    )
+
+
+PERMISSION_CODENAMES = (
+    "submit_any_jobs",
+    "cancel_any_jobs",
+    "preempt_any_jobs",
+    "reprioritize_any_jobs",
+    "watch_all_events",
+    "create_queue",
+    "delete_queue",
+    "cordon_queue",
+    "create_retry_policy",
+    "update_retry_policy",
+    "delete_retry_policy",
+)
+
+
+class Auth(_Strict):
+    permission_group_mapping: dict[str, list[str]] = Field(
+        default_factory=dict, alias="permissionGroupMapping"
+    )
+
+    @field_validator("permission_group_mapping")
+    @classmethod
+    def _known_codenames(cls, v: dict[str, list[str]]) -> dict[str, list[str]]:
+        unknown = sorted(set(v) - set(PERMISSION_CODENAMES))
+        if unknown:
+            raise ValueError(
+                f"unknown permission(s) {', '.join(unknown)}; known: {', '.join(PERMISSION_CODENAMES)}"
+            )
+        return v
+
+
+class ArmadaConfig(_Strict):
+    scheduling: Scheduling = Field(default_factory=Scheduling)
+    executor_timeout: Duration = Field(60.0, alias="executorTimeout", gt=0)
+    queue_refresh_period: Duration = Field(10.0, alias="queueRefreshPeriod", gt=0)
+    metrics: Metrics = Field(default_factory=Metrics)
+    auth: Auth = Field(default_factory=Auth)
+    executors: list[Executor] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _executors_consistent(self) -> ArmadaConfig:
+        ids = [e.id for e in self.executors]
+        dupes = sorted({i for i in ids if ids.count(i) > 1})
+        if dupes:
+            raise ValueError(f"executors: duplicate id(s) {', '.join(dupes)}")
+        pools = {p.name for p in self.scheduling.pools}
+        for i, e in enumerate(self.executors):
+            if e.pool not in pools:
+                raise ValueError(
+                    f"executors[{i}].pool: executor {e.id!r} names pool {e.pool!r}, which is not in "
+                    f"scheduling.pools ({', '.join(sorted(pools))})"
+                )
+        return self
+
+    def executor(self, executor_id: str) -> Executor:
+        for e in self.executors:
+            if e.id == executor_id:
+                return e
+        raise KeyError(executor_id)
+
+
+def _location(loc: tuple[Any, ...], model: type[BaseModel]) -> str:
+    """``('scheduling', 'retryPolicy', 'enabled')`` -> ``scheduling.retryPolicy.enabled``."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+def parse_config(data: Any) -> ArmadaConfig:
+    """Validate loaded YAML into an :class:`ArmadaConfig`; errors name the key."""
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ValidationFailed.one("", "the configuration file must hold a mapping at the top level")
+    try:
+        return ArmadaConfig.model_validate(data)
+    except PydanticValidationError as exc:
+        errors = []
+        for err in exc.errors():
+            where = _location(err["loc"], ArmadaConfig)
+            message = err["msg"].removeprefix("Value error, ")
+            if err["type"] == "extra_forbidden":
+                message = "unknown key"
+            elif err["type"] == "value_error" and (key := _KEY_PREFIX.match(message)):
+                # A validator that checks several keys names the one at fault first ("pools: ...").
+                where = f"{where}.{key[1]}" if where else key[1]
+                message = message[key.end() :]
+            errors.append(FieldError(where, message))
+        raise ValidationFailed(errors) from None

@@ -1,0 +1,66 @@
+"""What a job asks of the ``fake`` backend, read from its annotations.
+
+The fake backend simulates a cluster: a pod stays pending for ``pendingDuration``, runs for
+``duration`` and then ends as asked (exit code, a kill condition such as OOMKilled, a
+termination message), or fails to start with ``podError``. Parsing lives here, in the core,
+so that a submit with a bad value is refused with the annotation named.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from armada.core.duration import parse_duration
+from armada.core.errors import FieldError
+
+PREFIX = "fake.armadaproject.io/"
+CONDITIONS = ("OOMKilled", "Evicted", "DeadlineExceeded")
+KEYS = ("duration", "pendingDuration", "exitCode", "condition", "terminationMessage", "podError")
+
+
+@dataclass(frozen=True)
+class FakeOutcome:
+    pending_seconds: float = 0.0
+    duration_seconds: float = 1.0
+    exit_code: int = 0
+    condition: str = ""
+    termination_message: str = ""
+    pod_error: str = ""
+
+    @property
+    def succeeds(self) -> bool:
+        return not (self.exit_code or self.condition or self.pod_error)
+
+
+def parse_fake_outcome(annotations: Mapping[str, str], where: str = "annotations") -> tuple[FakeOutcome, list[FieldError]]:
+    """The outcome asked for, and the problems found (each naming the annotation)."""
+    errors: list[FieldError] = []
+    values: dict[str, object] = {}
+    for key, raw in annotations.items():
+        if not key.startswith(PREFIX):
+            continue
+        name = key.removeprefix(PREFIX)
+        field = f"{where}[{key}]"
+        if name not in KEYS:
+            errors.append(FieldError(field, f"unknown fake-backend annotation; known: {', '.join(KEYS)}"))
+            continue
+        try:
+            if name in ("duration", "pendingDuration"):
+                values["duration_seconds" if name == "duration" else "pending_seconds"] = parse_duration(raw)
+            elif name == "exitCode":
+                code = int(str(raw))
+                if not 0 <= code <= 255:
+                    raise ValueError("an exit code is between 0 and 255")
+                values["exit_code"] = code
+            elif name == "condition":
+                if raw not in CONDITIONS:
+                    raise ValueError(f"must be one of {', '.join(CONDITIONS)}")
+                values["condition"] = raw
+            elif name == "terminationMessage":
+                values["termination_message"] = str(raw)
+            else:
+                values["pod_error"] = str(raw)
+        except ValueError as exc:
+            errors.append(FieldError(field, str(exc)))
+    return FakeOutcome(**values), errors  # type: ignore[arg-type]

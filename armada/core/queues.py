@@ -1,0 +1,119 @@
+"""Validation of queue definitions (a ``kind: Queue`` file, an API body or CLI flags)."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from armada.core.errors import FieldError, ValidationFailed
+
+RFC1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+VERBS = ("submit", "cancel", "preempt", "reprioritize", "watch")
+SUBJECT_KINDS = ("User", "Group")
+QUEUE_FIELDS = {"name", "priorityFactor", "owners", "groupOwners", "permissions", "labels", "cordoned", "retryPolicies"}
+
+
+@dataclass(frozen=True)
+class QueueSpec:
+    name: str
+    priority_factor: float = 1.0
+    owners: list[str] = field(default_factory=list)
+    group_owners: list[str] = field(default_factory=list)
+    permissions: list[dict[str, Any]] = field(default_factory=list)
+    labels: dict[str, str] = field(default_factory=dict)
+    cordoned: bool = False
+    retry_policies: list[str] = field(default_factory=list)
+
+
+def validate_name(name: Any, where: str = "name") -> list[FieldError]:
+    if not isinstance(name, str) or not name:
+        return [FieldError(where, "is required")]
+    if len(name) > 63 or not RFC1123_LABEL.match(name):
+        return [FieldError(where, f"{name!r} must be a lower-case RFC 1123 label: a-z, 0-9 and '-', starting and ending with a letter or digit, at most 63 characters")]
+    return []
+
+
+def _names(value: Any, where: str, errors: list[FieldError]) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        errors.append(FieldError(where, "must be a list of non-empty names"))
+        return []
+    return list(dict.fromkeys(value))
+
+
+def parse_queue(data: Any, *, partial: bool = False) -> dict[str, Any]:
+    """Validate a queue body; returns the fields given, in model names. ``partial`` for updates."""
+    if not isinstance(data, Mapping):
+        raise ValidationFailed.one("", "a queue is a mapping")
+    errors: list[FieldError] = []
+    for key in sorted(set(data) - QUEUE_FIELDS, key=str):
+        errors.append(FieldError(str(key), f"unknown field; allowed: {', '.join(sorted(QUEUE_FIELDS))}"))
+    out: dict[str, Any] = {}
+    if "name" in data or not partial:
+        errors += validate_name(data.get("name"))
+        out["name"] = data.get("name")
+    if "priorityFactor" in data:
+        pf = data["priorityFactor"]
+        if isinstance(pf, bool) or not isinstance(pf, int | float) or not math.isfinite(pf) or pf < 1.0:
+            errors.append(FieldError("priorityFactor", "must be a number of at least 1.0"))
+        else:
+            out["priority_factor"] = float(pf)
+    if "owners" in data:
+        out["owners"] = _names(data["owners"], "owners", errors)
+    if "groupOwners" in data:
+        out["group_owners"] = _names(data["groupOwners"], "groupOwners", errors)
+    if "retryPolicies" in data:
+        out["retry_policies"] = _names(data["retryPolicies"], "retryPolicies", errors)
+    if "cordoned" in data:
+        if not isinstance(data["cordoned"], bool):
+            errors.append(FieldError("cordoned", "must be true or false"))
+        else:
+            out["cordoned"] = data["cordoned"]
+    if "labels" in data:
+        labels = data["labels"]
+        if labels is None:
+            labels = {}
+        if not isinstance(labels, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items()):
+            errors.append(FieldError("labels", "must be a mapping of strings to strings"))
+        else:
+            out["labels"] = dict(labels)
+    if "permissions" in data:
+        out["permissions"] = _permissions(data["permissions"], errors)
+    if errors:
+        raise ValidationFailed(errors)
+    return out
+
+
+def _permissions(value: Any, errors: list[FieldError]) -> list[dict[str, Any]]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        errors.append(FieldError("permissions", "must be a list of {subjects, verbs}"))
+        return []
+    out = []
+    for i, grant in enumerate(value):
+        where = f"permissions[{i}]"
+        if not isinstance(grant, Mapping) or set(grant) - {"subjects", "verbs"}:
+            errors.append(FieldError(where, "must be a mapping with only subjects and verbs"))
+            continue
+        subjects = grant.get("subjects")
+        verbs = grant.get("verbs")
+        ok = True
+        if not isinstance(subjects, list) or not subjects:
+            errors.append(FieldError(f"{where}.subjects", "must be a non-empty list"))
+            ok = False
+        else:
+            for j, s in enumerate(subjects):
+                if not isinstance(s, Mapping) or s.get("kind") not in SUBJECT_KINDS or not isinstance(s.get("name"), str) or not s.get("name"):
+                    errors.append(FieldError(f"{where}.subjects[{j}]", "must be {kind: User|Group, name: <name>}"))
+                    ok = False
+        if not isinstance(verbs, list) or not verbs or not all(v in VERBS for v in verbs):
+            errors.append(FieldError(f"{where}.verbs", f"must be a non-empty list of {', '.join(VERBS)}"))
+            ok = False
+        if ok:
+            out.append({"subjects": [{"kind": s["kind"], "name": s["name"]} for s in subjects], "verbs": list(dict.fromkeys(verbs))})
+    return out

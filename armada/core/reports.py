@@ -1,0 +1,28 @@
+"""What an executor reports about a run: a phase reached, with its outcome."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from armada.core.states import RunState
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """``state`` is the phase the run's pod reached at ``at``.
+
+    Reports are idempotent: applying a report that does not move the run forward (it is
+    already there, or already ended) changes nothing.
+    """
+
+    run_id: str
+    state: RunState
+    at: datetime
+    exit_code: int | None = None
+    exit_codes: dict[str, int] = field(default_factory=dict)
+    reason: str = ""
+    message: str = ""
+    failure_category: str = ""
+    failure_subcategory: str = ""
+    hint: str = ""

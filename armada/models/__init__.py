@@ -1,0 +1,10 @@
+"""ORM models, one module per aggregate."""
+
+from armada.models.event import Event
+from armada.models.executor import Executor, Node
+from armada.models.job import Job, Run
+from armada.models.lease import LeaderLease
+from armada.models.policy import RetryPolicy
+from armada.models.queue import Queue
+
+__all__ = ["Event", "Executor", "Job", "LeaderLease", "Node", "Queue", "RetryPolicy", "Run"]

@@ -1,0 +1,31 @@
+from __future__ import annotations
+
+from django.db import models
+
+
+class Event(models.Model):
+    """The append-only event log. ``id`` is the cursor a watcher resumes from.
+
+    Invariant: ids become visible in increasing order (writers serialise on a lock taken just
+    before they insert events, see ``services.events``), so a reader that has seen id N has
+    seen every event with a smaller id that will ever exist.
+    """
+
+    id = models.BigAutoField(primary_key=True)
+    created = models.DateTimeField()
+    queue = models.CharField(max_length=63)
+    job_set = models.CharField(max_length=1024)
+    job_id = models.CharField(max_length=26)
+    run_id = models.CharField(max_length=26, blank=True)
+    type = models.CharField(max_length=32)
+    payload = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [
+            models.Index(fields=["queue", "job_set", "id"], name="event_jobset_idx"),
+            models.Index(fields=["job_id", "id"], name="event_job_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.id} {self.type} {self.job_id}"

@@ -1,0 +1,97 @@
+from __future__ import annotations
+
+from django.db import models
+
+from armada.core.states import JobState, RunState
+
+JOB_STATES = [(s.value, s.value.capitalize()) for s in JobState]
+RUN_STATES = [(s.value, s.value.replace("_", " ").capitalize()) for s in RunState]
+
+
+class Job(models.Model):
+    """One piece of work: a pod spec in a queue and job set.
+
+    ``requests`` holds the scheduling requests in milli-units (see ``core.quantity``);
+    ``mutations`` holds what retries changed so far (memory bump, nodes to avoid).
+    Invariant: ``state`` mirrors the state of the job's latest run while that run is active.
+    """
+
+    id = models.CharField(primary_key=True, max_length=26)
+    queue = models.ForeignKey(
+        "armada.Queue",
+        to_field="name",
+        db_column="queue",
+        on_delete=models.PROTECT,
+        related_name="jobs",
+    )
+    job_set = models.CharField(max_length=1024)
+    owner = models.CharField(max_length=150)
+    namespace = models.CharField(max_length=63, default="default")
+    priority = models.PositiveBigIntegerField(default=0)
+    priority_class = models.CharField(max_length=63)
+    pod_spec = models.JSONField()
+    annotations = models.JSONField(default=dict, blank=True)
+    requests = models.JSONField(default=dict)
+    gang_id = models.CharField(max_length=255, blank=True)
+    gang_cardinality = models.PositiveIntegerField(default=1)
+    gang_uniformity_label = models.CharField(max_length=255, blank=True)
+    fail_fast = models.BooleanField(default=False)
+    state = models.CharField(max_length=16, choices=JOB_STATES, default=JobState.QUEUED)
+    submitted_at = models.DateTimeField()
+    last_transition_at = models.DateTimeField()
+    failure_count = models.PositiveIntegerField(default=0)
+    lease_return_count = models.PositiveIntegerField(default=0)
+    run_count = models.PositiveIntegerField(default=0)
+    mutations = models.JSONField(default=dict, blank=True)
+    terminal_reason = models.CharField(max_length=255, blank=True)
+    terminal_message = models.TextField(blank=True)
+    failure_category = models.CharField(max_length=63, blank=True)
+    failure_subcategory = models.CharField(max_length=63, blank=True)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [
+            models.Index(
+                fields=["state", "queue", "priority", "submitted_at"], name="job_sched_idx"
+            ),
+            models.Index(fields=["queue", "job_set", "id"], name="job_jobset_idx"),
+            models.Index(fields=["state", "id"], name="job_state_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return self.id
+
+
+class Run(models.Model):
+    """One attempt at a job, on one node of one executor, with its outcome and decision trail."""
+
+    id = models.CharField(primary_key=True, max_length=26)
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="runs")
+    executor = models.CharField(max_length=63)
+    node = models.CharField(max_length=253)
+    pool = models.CharField(max_length=63)
+    state = models.CharField(max_length=16, choices=RUN_STATES, default=RunState.LEASED)
+    requests = models.JSONField(default=dict)
+    pod_name = models.CharField(max_length=253, blank=True)
+    leased_at = models.DateTimeField()
+    pending_at = models.DateTimeField(null=True, blank=True)
+    running_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    exit_code = models.IntegerField(null=True, blank=True)
+    reason = models.CharField(max_length=255, blank=True)
+    message = models.TextField(blank=True)
+    failure_category = models.CharField(max_length=63, blank=True)
+    failure_subcategory = models.CharField(max_length=63, blank=True)
+    hint = models.TextField(blank=True)
+    retryable = models.BooleanField(null=True, blank=True)
+    decision = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["leased_at", "id"]
+        indexes = [
+            models.Index(fields=["executor", "state"], name="run_executor_state_idx"),
+            models.Index(fields=["state", "leased_at"], name="run_state_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return self.id

@@ -1,0 +1,85 @@
+"""The append-only event log: writing batches of events and reading after a cursor.
+
+Ordering guarantee: an event's id is its cursor, and a watcher must never see id N before
+every smaller id has been committed, or it would skip events for good. PostgreSQL hands out
+sequence values at insert time, not commit time, so every writer takes one transaction-level
+advisory lock just before it inserts events; the lock is held until commit, so commits happen
+in id order. SQLite has a single writer already. Callers must be inside ``transaction.atomic``
+and should append once per transaction, as late as possible, to keep the lock short.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.db import connection, transaction
+
+from armada.core.states import EventType
+from armada.models import Event
+
+_EVENT_LOCK_KEY = 0x41524D41  # "ARMA"
+
+
+@dataclass
+class NewEvent:
+    type: EventType
+    queue: str
+    job_set: str
+    job_id: str
+    created: datetime
+    run_id: str = ""
+    payload: dict[str, Any] = field(default_factory=dict)
+
+
+def events_append(*, events: Sequence[NewEvent]) -> list[Event]:
+    """Insert ``events`` in order, in the caller's transaction."""
+    if not events:
+        return []
+    if not transaction.get_connection().in_atomic_block:
+        raise RuntimeError("events_append must run inside transaction.atomic")
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_EVENT_LOCK_KEY])
+    rows = [
+        Event(
+            created=e.created,
+            queue=e.queue,
+            job_set=e.job_set,
+            job_id=e.job_id,
+            run_id=e.run_id,
+            type=str(e.type),
+            payload=e.payload,
+        )
+        for e in events
+    ]
+    return Event.objects.bulk_create(rows, batch_size=2000)
+
+
+def event_as_dict(event: Event) -> dict[str, Any]:
+    """The public shape of an event, as streamed and as printed by ``armadactl watch``."""
+    return {
+        "id": event.id,
+        "type": event.type,
+        "created": event.created.isoformat(),
+        "queue": event.queue,
+        "jobSetId": event.job_set,
+        "jobId": event.job_id,
+        "runId": event.run_id,
+        **event.payload,
+    }
+
+
+def events_for_job_set(
+    *, queue: str, job_set: str, after: int = 0, limit: int = 1000
+) -> list[Event]:
+    """Events of one job set with an id greater than ``after``, oldest first."""
+    return list(
+        Event.objects.filter(queue=queue, job_set=job_set, id__gt=after).order_by("id")[:limit]
+    )
+
+
+def events_for_job(*, job_id: str) -> Iterable[Event]:
+    return Event.objects.filter(job_id=job_id).order_by("id")

@@ -1,0 +1,98 @@
+"""Queue services (writes) and selectors (reads)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from django.db import IntegrityError, transaction
+
+from armada.core.errors import FieldError, ValidationFailed
+from armada.core.queues import parse_queue
+from armada.core.states import JobState
+from armada.models import Job, Queue, RetryPolicy
+from armada.services.authz import require_global
+from armada.services.errors import Conflict, NotFound
+
+
+def queue_get(*, name: str) -> Queue:
+    try:
+        return Queue.objects.get(name=name)
+    except Queue.DoesNotExist:
+        raise NotFound(f"queue {name!r} does not exist") from None
+
+
+def queue_list() -> list[Queue]:
+    return list(Queue.objects.order_by("name"))
+
+
+def _check_policies(names: list[str]) -> None:
+    if not names:
+        return
+    known = set(RetryPolicy.objects.filter(name__in=names).values_list("name", flat=True))
+    missing = [n for n in names if n not in known]
+    if missing:
+        raise ValidationFailed.one(
+            "retryPolicies",
+            f"unknown retry polic{'y' if len(missing) == 1 else 'ies'}: {', '.join(missing)}",
+        )
+
+
+def queue_create(*, actor: Any, data: Any, now: datetime) -> Queue:
+    """Create a queue. With no owners given, the creator becomes its owner."""
+    require_global(actor, "create_queue", "create queues")
+    fields = parse_queue(data)
+    _check_policies(fields.get("retry_policies", []))
+    if not fields.get("owners") and not fields.get("group_owners"):
+        fields["owners"] = [actor.get_username()]
+    try:
+        with transaction.atomic():
+            return Queue.objects.create(**fields, created_at=now, updated_at=now)
+    except IntegrityError:
+        raise Conflict(f"queue {fields['name']!r} already exists") from None
+
+
+def queue_update(*, actor: Any, name: str, data: Any, now: datetime) -> Queue:
+    """Change the fields given; the name cannot change."""
+    require_global(actor, "create_queue", "update queues")
+    fields = parse_queue(data, partial=True)
+    if fields.get("name", name) != name:
+        raise ValidationFailed([FieldError("name", "a queue cannot be renamed")])
+    fields.pop("name", None)
+    _check_policies(fields.get("retry_policies", []))
+    with transaction.atomic():
+        queue = Queue.objects.select_for_update().filter(name=name).first()
+        if queue is None:
+            raise NotFound(f"queue {name!r} does not exist")
+        for key, value in fields.items():
+            setattr(queue, key, value)
+        queue.updated_at = now
+        queue.save()
+        return queue
+
+
+def queue_set_cordoned(*, actor: Any, name: str, cordoned: bool, now: datetime) -> Queue:
+    require_global(actor, "cordon_queue", "cordon or uncordon queues")
+    with transaction.atomic():
+        updated = Queue.objects.filter(name=name).update(cordoned=cordoned, updated_at=now)
+        if not updated:
+            raise NotFound(f"queue {name!r} does not exist")
+    return queue_get(name=name)
+
+
+def queue_delete(*, actor: Any, name: str) -> None:
+    """Delete a queue; refused (409) while it has jobs that have not finished."""
+    require_global(actor, "delete_queue", "delete queues")
+    with transaction.atomic():
+        queue = Queue.objects.select_for_update().filter(name=name).first()
+        if queue is None:
+            raise NotFound(f"queue {name!r} does not exist")
+        live = (
+            Job.objects.filter(queue=queue)
+            .exclude(state__in=[s.value for s in JobState if s.terminal])
+            .count()
+        )
+        if live:
+            raise Conflict(f"queue {name!r} has {live} unfinished job(s); cancel them first")
+        Job.objects.filter(queue=queue).delete()
+        queue.delete()

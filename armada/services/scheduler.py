@@ -1,0 +1,208 @@
+"""The scheduling cycle: load a snapshot, ask the core where jobs go, write the leases.
+
+snapshot -> ``core.scheduling.schedule_round`` (per pool) -> one transaction that creates
+the runs, moves the jobs to leased (guarded: only jobs still queued) and appends the
+``leased`` events. Only one cycle runs at a time, under the ``scheduler`` leader lease.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+
+from armada.core.quantity import Resources
+from armada.core.scheduling import (
+    NodeState,
+    QueuedJob,
+    QueueState,
+    Taint,
+    Toleration,
+    schedule_round,
+)
+from armada.core.states import EventType, JobState, RunState
+from armada.models import Executor, Job, Node, Queue, Run
+from armada.services.events import NewEvent, events_append
+from armada.services.ids import new_id
+from armada.services.leader import leader_acquire
+
+log = logging.getLogger(__name__)
+
+ACTIVE_RUN_STATES = [RunState.LEASED, RunState.PENDING, RunState.RUNNING]
+LEADER_NAME = "scheduler"
+HOLDER = f"{socket.gethostname()}:{os.getpid()}"
+
+
+@dataclass
+class CycleReport:
+    ran: bool = True
+    considered: int = 0
+    leased: int = 0
+    unschedulable: dict[str, str] = field(default_factory=dict)
+
+
+def pod_name(job_id: str) -> str:
+    return f"armada-{job_id}-0"
+
+
+def _tolerations(pod_spec: dict) -> list[Toleration]:
+    out = []
+    for t in pod_spec.get("tolerations") or []:
+        if isinstance(t, dict):
+            out.append(
+                Toleration(
+                    key=str(t.get("key", "")),
+                    operator=str(t.get("operator", "Equal")),
+                    value=str(t.get("value", "")),
+                    effect=str(t.get("effect", "")),
+                )
+            )
+    return out
+
+
+def _load_nodes(pool: str, now: datetime) -> list[NodeState]:
+    timeout = timedelta(seconds=settings.ARMADA.executor_timeout)
+    live = Executor.objects.filter(pool=pool, cordoned=False, last_heartbeat__gte=now - timeout)
+    nodes = {}
+    for n in Node.objects.filter(executor__in=live).order_by("executor_id", "name"):
+        nodes[(n.executor_id, n.name)] = NodeState(
+            id=f"{n.executor_id}/{n.name}",
+            executor=n.executor_id,
+            name=n.name,
+            allocatable=Resources(n.allocatable),
+            labels=n.labels,
+            taints=[
+                Taint(t.get("key", ""), t.get("value", ""), t.get("effect", "NoSchedule"))
+                for t in n.taints
+            ],
+            unschedulable=n.unschedulable,
+        )
+    for run in Run.objects.filter(pool=pool, state__in=ACTIVE_RUN_STATES).values(
+        "executor", "node", "requests"
+    ):
+        node = nodes.get((run["executor"], run["node"]))
+        if node is not None:
+            node.allocated = node.allocated + run["requests"]
+    return list(nodes.values())
+
+
+def _load_queues(pool: str) -> list[QueueState]:
+    used: dict[str, Resources] = defaultdict(Resources)
+    for run in Run.objects.filter(pool=pool, state__in=ACTIVE_RUN_STATES).values(
+        "job__queue", "requests"
+    ):
+        used[run["job__queue"]] = used[run["job__queue"]] + run["requests"]
+    return [
+        QueueState(
+            name=q.name,
+            priority_factor=q.priority_factor,
+            cordoned=q.cordoned,
+            allocated=used[q.name],
+        )
+        for q in Queue.objects.all()
+    ]
+
+
+def _load_queued_jobs(limit: int) -> dict[str, Job]:
+    qs = Job.objects.filter(state=JobState.QUEUED).order_by("priority", "id")[:limit]
+    return {j.id: j for j in qs}
+
+
+def scheduler_cycle(*, now: datetime) -> CycleReport:
+    """Run one cycle if this process holds the scheduler lease; see the module docstring."""
+    config = settings.ARMADA
+    ttl = timedelta(seconds=max(30.0, config.scheduling.cycle_period * 10))
+    if not leader_acquire(name=LEADER_NAME, holder=HOLDER, now=now, ttl=ttl):
+        return CycleReport(ran=False)
+    classes = config.scheduling.priority_classes
+    max_leases = config.scheduling.maximum_jobs_per_round
+    jobs = _load_queued_jobs(limit=max_leases * 10)
+    report = CycleReport(considered=len(jobs))
+    leases = []
+    remaining = dict(jobs)
+    for pool in config.scheduling.pools:
+        if not remaining or len(leases) >= max_leases:
+            break
+        nodes = _load_nodes(pool.name, now)
+        candidates = [
+            QueuedJob(
+                id=j.id,
+                queue=j.queue_id,
+                requests=Resources(j.requests),
+                priority=j.priority,
+                urgency=classes[j.priority_class].priority if j.priority_class in classes else 0,
+                node_selector=j.pod_spec.get("nodeSelector") or {},
+                tolerations=_tolerations(j.pod_spec),
+                avoid_nodes=frozenset(j.mutations.get("avoidNodes", [])),
+            )
+            for j in remaining.values()
+        ]
+        result = schedule_round(
+            nodes=nodes,
+            queues=_load_queues(pool.name),
+            jobs=candidates,
+            max_leases=max_leases - len(leases),
+        )
+        for lease in result.leases:
+            leases.append((pool.name, lease))
+            remaining.pop(lease.job_id)
+        report.unschedulable.update(result.unschedulable)
+    for job_id in jobs:
+        if job_id not in remaining:
+            report.unschedulable.pop(job_id, None)
+    if leases:
+        report.leased = _write_leases(jobs, leases, now)
+    return report
+
+
+def _write_leases(jobs: dict[str, Job], leases: list, now: datetime) -> int:
+    """Create runs and move jobs to leased; only jobs still queued at commit time are leased."""
+    with transaction.atomic():
+        ids = [lease.job_id for _, lease in leases]
+        still_queued = set(
+            Job.objects.select_for_update()
+            .filter(id__in=ids, state=JobState.QUEUED)
+            .values_list("id", flat=True)
+        )
+        runs, events = [], []
+        for pool, lease in leases:
+            if lease.job_id not in still_queued:
+                continue
+            job = jobs[lease.job_id]
+            run = Run(
+                id=new_id(),
+                job_id=job.id,
+                executor=lease.executor,
+                node=lease.node,
+                pool=pool,
+                state=RunState.LEASED,
+                requests=job.requests,
+                pod_name=pod_name(job.id),
+                leased_at=now,
+            )
+            runs.append(run)
+            events.append(
+                NewEvent(
+                    EventType.LEASED,
+                    queue=job.queue_id,
+                    job_set=job.job_set,
+                    job_id=job.id,
+                    run_id=run.id,
+                    created=now,
+                    payload={"cluster": lease.executor, "node": lease.node, "pool": pool},
+                )
+            )
+        Job.objects.filter(id__in=[r.job_id for r in runs]).update(
+            state=JobState.LEASED, last_transition_at=now, run_count=F("run_count") + 1
+        )
+        Run.objects.bulk_create(runs, batch_size=1000)
+        events_append(events=events)
+    log.info("scheduling cycle leased %d job(s)", len(runs))
+    return len(runs)

@@ -1,0 +1,87 @@
+"""Submitting a job file: all the jobs of a file are written, with their events, or none."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+
+from armada.core.errors import ValidationFailed
+from armada.core.states import EventType, JobState
+from armada.core.submission import parse_job_file
+from armada.models import Job, Queue
+from armada.services.authz import require_queue_verb
+from armada.services.events import NewEvent, events_append
+from armada.services.ids import new_id
+
+MAX_JOBS_PER_SUBMIT = 5000
+
+
+def job_submit(*, actor: Any, data: Any, now: datetime) -> list[str]:
+    """Validate and store a job file; returns the new job ids in file order.
+
+    Each job gets a ``submitted`` and a ``queued`` event in the same transaction as its row,
+    so a crash leaves either the whole file or nothing.
+    """
+    config = settings.ARMADA.scheduling
+    job_file = parse_job_file(
+        data,
+        priority_classes=config.priority_classes,
+        default_priority_class=config.default_priority_class_name,
+        max_jobs=MAX_JOBS_PER_SUBMIT,
+    )
+    queue = Queue.objects.filter(name=job_file.queue).first()
+    if queue is None:
+        raise ValidationFailed.one(
+            "queue", f"queue {job_file.queue!r} does not exist; create it first"
+        )
+    require_queue_verb(actor, queue, "submit")
+    if queue.cordoned:
+        raise ValidationFailed.one(
+            "queue", f"queue {queue.name!r} is cordoned and accepts no new jobs"
+        )
+
+    owner = actor.get_username()
+    jobs: list[Job] = []
+    events: list[NewEvent] = []
+    for spec in job_file.jobs:
+        job_id = new_id()
+        jobs.append(
+            Job(
+                id=job_id,
+                queue=queue,
+                job_set=job_file.job_set,
+                owner=owner,
+                namespace=spec.namespace,
+                priority=spec.priority,
+                priority_class=spec.priority_class,
+                pod_spec=spec.pod_spec,
+                annotations=spec.annotations,
+                requests=spec.requests.to_dict(),
+                gang_id=spec.gang_id,
+                gang_cardinality=spec.gang_cardinality,
+                gang_uniformity_label=spec.gang_uniformity_label,
+                fail_fast=spec.fail_fast,
+                state=JobState.QUEUED,
+                submitted_at=now,
+                last_transition_at=now,
+            )
+        )
+        common = {
+            "queue": queue.name,
+            "job_set": job_file.job_set,
+            "job_id": job_id,
+            "created": now,
+        }
+        events.append(
+            NewEvent(
+                EventType.SUBMITTED, payload={"priority": spec.priority, "owner": owner}, **common
+            )
+        )
+        events.append(NewEvent(EventType.QUEUED, **common))
+    with transaction.atomic():
+        Job.objects.bulk_create(jobs, batch_size=1000)
+        events_append(events=events)
+    return [j.id for j in jobs]
