@@ -53,7 +53,8 @@ Quantities = Annotated[dict[str, int], BeforeValidator(_quantities)]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    # Keys are accepted only as documented (camelCase); ``cycle_period`` is an unknown key.
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=False)
 
 
 class PriorityClass(_Strict):
@@ -102,7 +103,7 @@ class Scheduling(_Strict):
     def _default_class_exists(self) -> Scheduling:
         if self.default_priority_class_name not in self.priority_classes:
             raise ValueError(
-                f"defaultPriorityClassName {self.default_priority_class_name!r} is not one of "
+                f"defaultPriorityClassName: {self.default_priority_class_name!r} is not one of "
                 f"priorityClasses ({', '.join(sorted(self.priority_classes))})"
             )
         names = [p.name for p in self.pools]
@@ -306,7 +307,9 @@ def parse_config(data: Any) -> ArmadaConfig:
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise ValidationFailed.one("", "the configuration file must hold a mapping at the top level")
+        raise ValidationFailed.one(
+            "", "the configuration file must hold a mapping at the top level"
+        )
     try:
         return ArmadaConfig.model_validate(data)
     except PydanticValidationError as exc:

@@ -15,6 +15,8 @@ def dominant_share(allocated: Mapping[str, int], capacity: Mapping[str, int]) ->
     return share
 
 
-def weighted_cost(allocated: Mapping[str, int], capacity: Mapping[str, int], priority_factor: float) -> float:
+def weighted_cost(
+    allocated: Mapping[str, int], capacity: Mapping[str, int], priority_factor: float
+) -> float:
     """Cost divided by weight, where weight is ``1 / priority_factor``; lower goes first."""
     return dominant_share(allocated, capacity) * priority_factor

@@ -33,7 +33,9 @@ class FakeOutcome:
         return not (self.exit_code or self.condition or self.pod_error)
 
 
-def parse_fake_outcome(annotations: Mapping[str, str], where: str = "annotations") -> tuple[FakeOutcome, list[FieldError]]:
+def parse_fake_outcome(
+    annotations: Mapping[str, str], where: str = "annotations"
+) -> tuple[FakeOutcome, list[FieldError]]:
     """The outcome asked for, and the problems found (each naming the annotation)."""
     errors: list[FieldError] = []
     values: dict[str, object] = {}
@@ -43,11 +45,15 @@ def parse_fake_outcome(annotations: Mapping[str, str], where: str = "annotations
         name = key.removeprefix(PREFIX)
         field = f"{where}[{key}]"
         if name not in KEYS:
-            errors.append(FieldError(field, f"unknown fake-backend annotation; known: {', '.join(KEYS)}"))
+            errors.append(
+                FieldError(field, f"unknown fake-backend annotation; known: {', '.join(KEYS)}")
+            )
             continue
         try:
             if name in ("duration", "pendingDuration"):
-                values["duration_seconds" if name == "duration" else "pending_seconds"] = parse_duration(raw)
+                values["duration_seconds" if name == "duration" else "pending_seconds"] = (
+                    parse_duration(raw)
+                )
             elif name == "exitCode":
                 code = int(str(raw))
                 if not 0 <= code <= 255:

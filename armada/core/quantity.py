@@ -28,7 +28,9 @@ _SUFFIX = {
     "Pi": Decimal(2) ** 50,
     "Ei": Decimal(2) ** 60,
 }
-_QUANTITY = re.compile(r"^([+]?[0-9]+(?:\.[0-9]*)?|[+]?\.[0-9]+)(?:([eE][+-]?[0-9]+)|(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E))?$")
+_QUANTITY = re.compile(
+    r"^([+]?[0-9]+(?:\.[0-9]*)?|[+]?\.[0-9]+)(?:([eE][+-]?[0-9]+)|(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E))?$"
+)
 
 # Resources the scheduler knows by default; any other extended resource is carried along too.
 CPU = "cpu"
@@ -53,10 +55,14 @@ def parse_quantity(value: str | int | float) -> int:
     elif isinstance(value, str):
         text = value.strip()
     else:
-        raise ValueError(f"expected a quantity such as '1', '500m' or '4Gi', got {type(value).__name__}")
+        raise ValueError(
+            f"expected a quantity such as '1', '500m' or '4Gi', got {type(value).__name__}"
+        )
     m = _QUANTITY.match(text)
     if not m:
-        raise ValueError(f"{value!r} is not a quantity; write it like '1', '500m', '512Mi' or '4Gi'")
+        raise ValueError(
+            f"{value!r} is not a quantity; write it like '1', '500m', '512Mi' or '4Gi'"
+        )
     number, exponent, suffix = m.group(1), m.group(2), m.group(3) or ""
     try:
         amount = Decimal(number)

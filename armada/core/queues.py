@@ -13,7 +13,16 @@ from armada.core.errors import FieldError, ValidationFailed
 RFC1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 VERBS = ("submit", "cancel", "preempt", "reprioritize", "watch")
 SUBJECT_KINDS = ("User", "Group")
-QUEUE_FIELDS = {"name", "priorityFactor", "owners", "groupOwners", "permissions", "labels", "cordoned", "retryPolicies"}
+QUEUE_FIELDS = {
+    "name",
+    "priorityFactor",
+    "owners",
+    "groupOwners",
+    "permissions",
+    "labels",
+    "cordoned",
+    "retryPolicies",
+}
 
 
 @dataclass(frozen=True)
@@ -32,7 +41,12 @@ def validate_name(name: Any, where: str = "name") -> list[FieldError]:
     if not isinstance(name, str) or not name:
         return [FieldError(where, "is required")]
     if len(name) > 63 or not RFC1123_LABEL.match(name):
-        return [FieldError(where, f"{name!r} must be a lower-case RFC 1123 label: a-z, 0-9 and '-', starting and ending with a letter or digit, at most 63 characters")]
+        return [
+            FieldError(
+                where,
+                f"{name!r} must be a lower-case RFC 1123 label: a-z, 0-9 and '-', starting and ending with a letter or digit, at most 63 characters",
+            )
+        ]
     return []
 
 
@@ -51,14 +65,21 @@ def parse_queue(data: Any, *, partial: bool = False) -> dict[str, Any]:
         raise ValidationFailed.one("", "a queue is a mapping")
     errors: list[FieldError] = []
     for key in sorted(set(data) - QUEUE_FIELDS, key=str):
-        errors.append(FieldError(str(key), f"unknown field; allowed: {', '.join(sorted(QUEUE_FIELDS))}"))
+        errors.append(
+            FieldError(str(key), f"unknown field; allowed: {', '.join(sorted(QUEUE_FIELDS))}")
+        )
     out: dict[str, Any] = {}
     if "name" in data or not partial:
         errors += validate_name(data.get("name"))
         out["name"] = data.get("name")
     if "priorityFactor" in data:
         pf = data["priorityFactor"]
-        if isinstance(pf, bool) or not isinstance(pf, int | float) or not math.isfinite(pf) or pf < 1.0:
+        if (
+            isinstance(pf, bool)
+            or not isinstance(pf, int | float)
+            or not math.isfinite(pf)
+            or pf < 1.0
+        ):
             errors.append(FieldError("priorityFactor", "must be a number of at least 1.0"))
         else:
             out["priority_factor"] = float(pf)
@@ -77,7 +98,9 @@ def parse_queue(data: Any, *, partial: bool = False) -> dict[str, Any]:
         labels = data["labels"]
         if labels is None:
             labels = {}
-        if not isinstance(labels, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items()):
+        if not isinstance(labels, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in labels.items()
+        ):
             errors.append(FieldError("labels", "must be a mapping of strings to strings"))
         else:
             out["labels"] = dict(labels)
@@ -108,12 +131,28 @@ def _permissions(value: Any, errors: list[FieldError]) -> list[dict[str, Any]]:
             ok = False
         else:
             for j, s in enumerate(subjects):
-                if not isinstance(s, Mapping) or s.get("kind") not in SUBJECT_KINDS or not isinstance(s.get("name"), str) or not s.get("name"):
-                    errors.append(FieldError(f"{where}.subjects[{j}]", "must be {kind: User|Group, name: <name>}"))
+                if (
+                    not isinstance(s, Mapping)
+                    or s.get("kind") not in SUBJECT_KINDS
+                    or not isinstance(s.get("name"), str)
+                    or not s.get("name")
+                ):
+                    errors.append(
+                        FieldError(
+                            f"{where}.subjects[{j}]", "must be {kind: User|Group, name: <name>}"
+                        )
+                    )
                     ok = False
         if not isinstance(verbs, list) or not verbs or not all(v in VERBS for v in verbs):
-            errors.append(FieldError(f"{where}.verbs", f"must be a non-empty list of {', '.join(VERBS)}"))
+            errors.append(
+                FieldError(f"{where}.verbs", f"must be a non-empty list of {', '.join(VERBS)}")
+            )
             ok = False
         if ok:
-            out.append({"subjects": [{"kind": s["kind"], "name": s["name"]} for s in subjects], "verbs": list(dict.fromkeys(verbs))})
+            out.append(
+                {
+                    "subjects": [{"kind": s["kind"], "name": s["name"]} for s in subjects],
+                    "verbs": list(dict.fromkeys(verbs)),
+                }
+            )
     return out

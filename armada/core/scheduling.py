@@ -199,7 +199,13 @@ def schedule_round(
             node.allocated = node.allocated + job.requests
             allocated[name] = allocated[name] + job.requests
             result.leases.append(
-                Lease(job_id=job.id, queue=name, executor=node.executor, node=node.name, node_id=node.id)
+                Lease(
+                    job_id=job.id,
+                    queue=name,
+                    executor=node.executor,
+                    node=node.name,
+                    node_id=node.id,
+                )
             )
         if pending[name]:
             cost = weighted_cost(allocated[name], capacity, queue_state[name].priority_factor)

@@ -62,7 +62,11 @@ def _str_map(value: Any, where: str, errors: list[FieldError]) -> dict[str, str]
     out = {}
     for k, v in value.items():
         if not isinstance(k, str) or not isinstance(v, str):
-            errors.append(FieldError(f"{where}[{k}]", "keys and values must be strings (quote numbers and booleans)"))
+            errors.append(
+                FieldError(
+                    f"{where}[{k}]", "keys and values must be strings (quote numbers and booleans)"
+                )
+            )
             continue
         out[k] = v
     return out
@@ -71,13 +75,20 @@ def _str_map(value: Any, where: str, errors: list[FieldError]) -> dict[str, str]
 def _container_requests(container: Any, where: str, errors: list[FieldError]) -> Resources:
     resources = container.get("resources")
     if not isinstance(resources, Mapping):
-        errors.append(FieldError(f"{where}.resources", "is required: set requests and limits (equal) for cpu and memory"))
+        errors.append(
+            FieldError(
+                f"{where}.resources",
+                "is required: set requests and limits (equal) for cpu and memory",
+            )
+        )
         return Resources()
     parsed: dict[str, Resources] = {}
     for kind in ("requests", "limits"):
         values = resources.get(kind)
         if not isinstance(values, Mapping) or not values:
-            errors.append(FieldError(f"{where}.resources.{kind}", "is required and must not be empty"))
+            errors.append(
+                FieldError(f"{where}.resources.{kind}", "is required and must not be empty")
+            )
             continue
         out: dict[str, int] = {}
         for name, quantity in values.items():
@@ -87,7 +98,9 @@ def _container_requests(container: Any, where: str, errors: list[FieldError]) ->
                 errors.append(FieldError(f"{where}.resources.{kind}.{name}", str(exc)))
                 continue
             if amount < 0:
-                errors.append(FieldError(f"{where}.resources.{kind}.{name}", "must not be negative"))
+                errors.append(
+                    FieldError(f"{where}.resources.{kind}.{name}", "must not be negative")
+                )
                 continue
             out[str(name)] = amount
         parsed[kind] = Resources(out)
@@ -98,7 +111,12 @@ def _container_requests(container: Any, where: str, errors: list[FieldError]) ->
         errors.append(FieldError(f"{where}.resources", "requests and limits must be equal"))
     for name in (CPU, MEMORY):
         if requests[name] <= 0:
-            errors.append(FieldError(f"{where}.resources.requests.{name}", "is required and must be greater than zero"))
+            errors.append(
+                FieldError(
+                    f"{where}.resources.requests.{name}",
+                    "is required and must be greater than zero",
+                )
+            )
     return requests
 
 
@@ -117,7 +135,9 @@ def _pod_requests(pod_spec: Mapping[str, Any], where: str, errors: list[FieldErr
             continue
         name = c.get("name")
         if not isinstance(name, str) or not RFC1123_LABEL.match(name) or len(name) > 63:
-            errors.append(FieldError(f"{cw}.name", "is required and must be a lower-case RFC 1123 label"))
+            errors.append(
+                FieldError(f"{cw}.name", "is required and must be a lower-case RFC 1123 label")
+            )
         elif name in names:
             errors.append(FieldError(f"{cw}.name", f"duplicate container name {name!r}"))
         else:
@@ -151,12 +171,20 @@ def _parse_job(
         return None
     start = len(errors)
     for key in sorted(set(job) - JOB_KEYS, key=str):
-        errors.append(FieldError(f"{where}.{key}", f"unknown field; allowed: {', '.join(sorted(JOB_KEYS))}"))
+        errors.append(
+            FieldError(f"{where}.{key}", f"unknown field; allowed: {', '.join(sorted(JOB_KEYS))}")
+        )
     priority = job.get("priority", 0)
     if isinstance(priority, float) and priority.is_integer():
         priority = int(priority)
-    if isinstance(priority, bool) or not isinstance(priority, int) or not 0 <= priority <= MAX_PRIORITY:
-        errors.append(FieldError(f"{where}.priority", f"must be a whole number from 0 to {MAX_PRIORITY}"))
+    if (
+        isinstance(priority, bool)
+        or not isinstance(priority, int)
+        or not 0 <= priority <= MAX_PRIORITY
+    ):
+        errors.append(
+            FieldError(f"{where}.priority", f"must be a whole number from 0 to {MAX_PRIORITY}")
+        )
         priority = 0
     namespace = job.get("namespace", "default")
     if not isinstance(namespace, str) or not RFC1123_LABEL.match(namespace) or len(namespace) > 63:
@@ -171,7 +199,10 @@ def _parse_job(
     pc = pod_spec.get("priorityClassName") or default_priority_class
     if not isinstance(pc, str) or pc not in priority_classes:
         errors.append(
-            FieldError(f"{where}.podSpec.priorityClassName", f"unknown priority class {pc!r}; known: {', '.join(sorted(priority_classes))}")
+            FieldError(
+                f"{where}.podSpec.priorityClassName",
+                f"unknown priority class {pc!r}; known: {', '.join(sorted(priority_classes))}",
+            )
         )
     node_selector = pod_spec.get("nodeSelector")
     if node_selector is not None:
@@ -182,7 +213,7 @@ def _parse_job(
 
     fail_fast = annotations.get(FAIL_FAST, "false")
     if fail_fast not in ("true", "false"):
-        errors.append(FieldError(f"{where}.annotations[{FAIL_FAST}]", "must be \"true\" or \"false\""))
+        errors.append(FieldError(f"{where}.annotations[{FAIL_FAST}]", 'must be "true" or "false"'))
     gang_id = annotations.get(GANG_ID, "")
     cardinality = 1
     if GANG_CARDINALITY in annotations:
@@ -191,11 +222,24 @@ def _parse_job(
             if cardinality < 1:
                 raise ValueError
         except ValueError:
-            errors.append(FieldError(f"{where}.annotations[{GANG_CARDINALITY}]", "must be a whole number of at least 1"))
+            errors.append(
+                FieldError(
+                    f"{where}.annotations[{GANG_CARDINALITY}]",
+                    "must be a whole number of at least 1",
+                )
+            )
         if not gang_id:
-            errors.append(FieldError(f"{where}.annotations[{GANG_ID}]", f"is required when {GANG_CARDINALITY} is set"))
+            errors.append(
+                FieldError(
+                    f"{where}.annotations[{GANG_ID}]", f"is required when {GANG_CARDINALITY} is set"
+                )
+            )
     elif gang_id:
-        errors.append(FieldError(f"{where}.annotations[{GANG_CARDINALITY}]", f"is required when {GANG_ID} is set"))
+        errors.append(
+            FieldError(
+                f"{where}.annotations[{GANG_CARDINALITY}]", f"is required when {GANG_ID} is set"
+            )
+        )
     _, fake_errors = parse_fake_outcome(annotations, f"{where}.annotations")
     errors.extend(fake_errors)
     if len(errors) > start:
@@ -227,7 +271,9 @@ def parse_job_file(
         raise ValidationFailed.one("", "a job file is a mapping with queue, jobSetId and jobs")
     errors: list[FieldError] = []
     for key in sorted(set(data) - FILE_KEYS, key=str):
-        errors.append(FieldError(str(key), f"unknown field; allowed: {', '.join(sorted(FILE_KEYS))}"))
+        errors.append(
+            FieldError(str(key), f"unknown field; allowed: {', '.join(sorted(FILE_KEYS))}")
+        )
     queue = data.get("queue")
     if not isinstance(queue, str) or not queue:
         errors.append(FieldError("queue", "is required"))
@@ -241,7 +287,12 @@ def parse_job_file(
     if not isinstance(jobs, list) or not jobs:
         errors.append(FieldError("jobs", "at least one job is required"))
     elif len(jobs) > max_jobs:
-        errors.append(FieldError("jobs", f"{len(jobs)} jobs in one request; at most {max_jobs} are accepted, split the file"))
+        errors.append(
+            FieldError(
+                "jobs",
+                f"{len(jobs)} jobs in one request; at most {max_jobs} are accepted, split the file",
+            )
+        )
     else:
         for i, job in enumerate(jobs):
             spec = _parse_job(job, f"jobs[{i}]", priority_classes, default_priority_class, errors)

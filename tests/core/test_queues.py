@@ -1,0 +1,288 @@
+"""armada.core.queues: parse_queue validates a queue body and returns model field names."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from armada.core.errors import ValidationFailed
+from armada.core.queues import VERBS, QueueSpec, parse_queue, validate_name
+
+
+def grant(*subjects: tuple[str, str], verbs: list[str] | None = None) -> dict:
+    return {"subjects": [{"kind": k, "name": n} for k, n in subjects], "verbs": verbs or ["submit"]}
+
+
+def errors_of(data, **kw) -> list[tuple[str, str]]:
+    with pytest.raises(ValidationFailed) as info:
+        parse_queue(data, **kw)
+    assert info.value.errors
+    return [(e.field, e.message) for e in info.value.errors]
+
+
+def fields_of(data, **kw) -> list[str]:
+    return [f for f, _ in errors_of(data, **kw)]
+
+
+def test_minimal_queue():
+    assert parse_queue({"name": "analytics"}) == {"name": "analytics"}
+
+
+def test_full_queue_uses_model_field_names():
+    out = parse_queue(
+        {
+            "name": "team-a",
+            "priorityFactor": 2,
+            "owners": ["alice", "bob", "alice"],
+            "groupOwners": ["admins"],
+            "permissions": [
+                grant(("User", "carol"), ("Group", "ops"), verbs=["submit", "cancel", "submit"])
+            ],
+            "labels": {"team": "a"},
+            "cordoned": True,
+            "retryPolicies": ["default", "oom"],
+        }
+    )
+    assert out == {
+        "name": "team-a",
+        "priority_factor": 2.0,
+        "owners": ["alice", "bob"],
+        "group_owners": ["admins"],
+        "permissions": [
+            {
+                "subjects": [{"kind": "User", "name": "carol"}, {"kind": "Group", "name": "ops"}],
+                "verbs": ["submit", "cancel"],
+            }
+        ],
+        "labels": {"team": "a"},
+        "cordoned": True,
+        "retry_policies": ["default", "oom"],
+    }
+    assert isinstance(out["priority_factor"], float)
+    assert set(out) - {"name"} <= set(QueueSpec.__dataclass_fields__)
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        ({}, {}),
+        ({"cordoned": False}, {"cordoned": False}),
+        ({"priorityFactor": 1.5}, {"priority_factor": 1.5}),
+        ({"labels": None}, {"labels": {}}),
+        ({"permissions": None}, {"permissions": []}),
+        ({"owners": None}, {"owners": []}),
+        ({"name": "renamed"}, {"name": "renamed"}),
+    ],
+    ids=[
+        "nothing",
+        "cordoned",
+        "priority-factor",
+        "labels-null",
+        "permissions-null",
+        "owners-null",
+        "name",
+    ],
+)
+def test_partial_update_returns_only_given_fields(data, expected):
+    assert parse_queue(data, partial=True) == expected
+
+
+def test_name_is_required_unless_partial():
+    assert errors_of({}) == [("name", "is required")]
+    assert errors_of({"name": "Bad"}, partial=True)[0][0] == "name"
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["a", "queue-1", "0", "a" * 63, "x-y-z"],
+)
+def test_valid_names(name):
+    assert validate_name(name) == []
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        (None, "is required"),
+        ("", "is required"),
+        (5, "is required"),
+        ("Analytics", "RFC 1123"),
+        ("team_a", "RFC 1123"),
+        ("-a", "RFC 1123"),
+        ("a-", "RFC 1123"),
+        ("a.b", "RFC 1123"),
+        ("a" * 64, "at most 63 characters"),
+    ],
+    ids=repr,
+)
+def test_invalid_names(name, message):
+    errors = validate_name(name, "metadata.name")
+    assert [e.field for e in errors] == ["metadata.name"]
+    assert message in errors[0].message
+
+
+ERROR_CASES = [
+    (
+        "unknown-field",
+        {"name": "q", "weight": 2},
+        ["weight"],
+        "unknown field; allowed: cordoned, groupOwners, labels",
+    ),
+    ("unknown-fields-sorted", {"name": "q", "b": 1, "a": 2}, ["a", "b"], "unknown field"),
+    ("unknown-keys-of-mixed-types", {"name": "q", 1: 1, "a": 2}, ["1", "a"], "unknown field"),
+    ("bad-name", {"name": "Q"}, ["name"], "RFC 1123"),
+    (
+        "priority-factor-below-one",
+        {"name": "q", "priorityFactor": 0.5},
+        ["priorityFactor"],
+        "at least 1.0",
+    ),
+    (
+        "priority-factor-zero",
+        {"name": "q", "priorityFactor": 0},
+        ["priorityFactor"],
+        "at least 1.0",
+    ),
+    (
+        "priority-factor-string",
+        {"name": "q", "priorityFactor": "2"},
+        ["priorityFactor"],
+        "must be a number",
+    ),
+    (
+        "priority-factor-bool",
+        {"name": "q", "priorityFactor": True},
+        ["priorityFactor"],
+        "must be a number",
+    ),
+    (
+        "priority-factor-inf",
+        {"name": "q", "priorityFactor": math.inf},
+        ["priorityFactor"],
+        "must be a number",
+    ),
+    (
+        "priority-factor-nan",
+        {"name": "q", "priorityFactor": math.nan},
+        ["priorityFactor"],
+        "must be a number",
+    ),
+    ("owners-not-a-list", {"name": "q", "owners": "alice"}, ["owners"], "list of non-empty names"),
+    (
+        "owners-empty-name",
+        {"name": "q", "owners": ["alice", ""]},
+        ["owners"],
+        "list of non-empty names",
+    ),
+    (
+        "group-owners-not-strings",
+        {"name": "q", "groupOwners": [1]},
+        ["groupOwners"],
+        "list of non-empty names",
+    ),
+    (
+        "retry-policies-not-a-list",
+        {"name": "q", "retryPolicies": "oom"},
+        ["retryPolicies"],
+        "list of non-empty names",
+    ),
+    ("cordoned-string", {"name": "q", "cordoned": "true"}, ["cordoned"], "must be true or false"),
+    ("cordoned-int", {"name": "q", "cordoned": 1}, ["cordoned"], "must be true or false"),
+    (
+        "labels-not-a-mapping",
+        {"name": "q", "labels": ["a"]},
+        ["labels"],
+        "mapping of strings to strings",
+    ),
+    (
+        "labels-non-string-value",
+        {"name": "q", "labels": {"a": 1}},
+        ["labels"],
+        "mapping of strings to strings",
+    ),
+    (
+        "permissions-not-a-list",
+        {"name": "q", "permissions": {"verbs": []}},
+        ["permissions"],
+        "must be a list",
+    ),
+    (
+        "grant-not-a-mapping",
+        {"name": "q", "permissions": ["x"]},
+        ["permissions[0]"],
+        "only subjects and verbs",
+    ),
+    (
+        "grant-extra-key",
+        {"name": "q", "permissions": [grant(("User", "a")) | {"queues": ["x"]}]},
+        ["permissions[0]"],
+        "only subjects and verbs",
+    ),
+    (
+        "grant-without-subjects",
+        {"name": "q", "permissions": [{"verbs": ["submit"]}]},
+        ["permissions[0].subjects"],
+        "non-empty list",
+    ),
+    (
+        "grant-bad-subject-kind",
+        {"name": "q", "permissions": [grant(("User", "a"), ("Team", "b"))]},
+        ["permissions[0].subjects[1]"],
+        "kind: User|Group",
+    ),
+    (
+        "grant-subject-without-name",
+        {"name": "q", "permissions": [{"subjects": [{"kind": "User"}], "verbs": ["submit"]}]},
+        ["permissions[0].subjects[0]"],
+        "name: <name>",
+    ),
+    (
+        "grant-unknown-verb",
+        {"name": "q", "permissions": [grant(("User", "a"), verbs=["submit", "delete"])]},
+        ["permissions[0].verbs"],
+        "non-empty list of " + ", ".join(VERBS),
+    ),
+    (
+        "grant-no-verbs",
+        {"name": "q", "permissions": [{"subjects": [{"kind": "User", "name": "a"}], "verbs": []}]},
+        ["permissions[0].verbs"],
+        "non-empty list",
+    ),
+    (
+        "second-grant-bad",
+        {"name": "q", "permissions": [grant(("User", "a")), {"subjects": [], "verbs": ["x"]}]},
+        ["permissions[1].subjects", "permissions[1].verbs"],
+        "non-empty list",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("data", "fields", "fragment"),
+    [case[1:] for case in ERROR_CASES],
+    ids=[case[0] for case in ERROR_CASES],
+)
+def test_errors_name_the_field(data, fields, fragment):
+    errors = errors_of(data)
+    assert [f for f, _ in errors] == fields, errors
+    assert fragment in errors[0][1]
+
+
+def test_every_problem_is_reported():
+    assert fields_of({"name": "Bad", "priorityFactor": 0, "cordoned": "no", "extra": 1}) == [
+        "extra",
+        "name",
+        "priorityFactor",
+        "cordoned",
+    ]
+
+
+@pytest.mark.parametrize("data", [None, [], "name: q"], ids=["none", "list", "string"])
+def test_body_must_be_a_mapping(data):
+    assert errors_of(data) == [("", "a queue is a mapping")]
+
+
+def test_queue_spec_defaults():
+    spec = QueueSpec(name="q")
+    assert (spec.priority_factor, spec.owners, spec.cordoned, spec.labels) == (1.0, [], False, {})
