@@ -1,0 +1,363 @@
+"""A small HTTP client for the Armada REST API (``/api/v1``).
+
+Every failure is raised as ``ApiError`` carrying a sentence for a person and, when the
+server sent them, the field errors of its ``{"message", "errors": [{"field", "message"}]}``
+body, so the command line never shows a traceback.
+
+``ArmadaClient.watch_events`` follows a job set's NDJSON event stream and survives dropped
+connections: it remembers the id of the last event it yielded and reconnects with
+``from=<that id>`` (``from`` is exclusive), skipping any event at or below it, so a drop
+neither loses nor repeats an event.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote
+
+import requests
+import urllib3
+
+from armada.cli.config import Settings
+
+CONNECT_TIMEOUT = 10.0
+READ_TIMEOUT = 60.0
+# The event stream sends blank keep-alive lines; silence for this long means the connection
+# is dead (or the server does not send keep-alives): reconnect from the cursor.
+STREAM_READ_TIMEOUT = 90.0
+# After a drop, keep trying to reconnect for this long before giving up.
+RECONNECT_WINDOW = 120.0
+RECONNECT_BACKOFF_START = 0.5
+RECONNECT_BACKOFF_MAX = 10.0
+TRANSIENT_STATUSES = frozenset({502, 503, 504})
+USER_AGENT = "armadactl/0.1"
+
+
+@dataclass
+class ApiError(Exception):
+    """A request failed. ``errors`` holds ``(field, message)`` pairs from the server."""
+
+    message: str
+    errors: list[tuple[str, str]] = field(default_factory=list)
+    status: int | None = None
+
+    def __post_init__(self) -> None:
+        super().__init__(self.message)
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class StreamDropped(Exception):
+    """The event stream ended or broke before the caller stopped reading.
+
+    ``failure``: the drop counts towards giving up and is followed by a back-off (false
+    for a read timeout: silence is not an outage). ``notify``: worth telling the user (a
+    broken connection; not a clean end of the body at a line boundary, which a server
+    may do on purpose to rotate long-lived streams).
+    """
+
+    def __init__(self, reason: str, *, failure: bool = True, notify: bool = True) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.failure = failure
+        self.notify = notify
+
+
+# An item of ``watch_events``: an event dict, or ``CAUGHT_UP`` when every event received so
+# far has been yielded and the client is about to wait for more (a good moment to print
+# a summary or to decide that the job set is finished).
+CAUGHT_UP: dict[str, Any] = {"type": "__caught_up__"}
+
+
+def _complete_event(fragment: bytes) -> dict[str, Any] | None:
+    """The event in a final line without its newline, or None when it is cut short."""
+    try:
+        event = json.loads(fragment) if fragment.strip() else None
+    except ValueError:
+        return None
+    return event if isinstance(event, dict) else None
+
+
+def error_from_body(status: int, reason: str, body: bytes | str) -> ApiError:
+    """Build an ``ApiError`` from an error response, following the contract's JSON shape.
+
+    A body that is not the contract's JSON (a proxy's HTML page, say) gives
+    ``HTTP <status> <reason>`` with the first line of the body, if any.
+    """
+    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+    try:
+        data: Any = json.loads(text)
+    except ValueError:
+        data = None
+    if isinstance(data, Mapping) and (data.get("message") or data.get("errors")):
+        message = str(data.get("message") or f"HTTP {status} {reason}".strip())
+        pairs: list[tuple[str, str]] = []
+        raw_errors = data.get("errors")
+        if isinstance(raw_errors, list):
+            for item in raw_errors:
+                if isinstance(item, Mapping):
+                    pairs.append((str(item.get("field") or ""), str(item.get("message") or "")))
+                else:
+                    pairs.append(("", str(item)))
+        return ApiError(message, pairs, status)
+    if isinstance(data, Mapping) and isinstance(data.get("detail"), str):
+        # Django REST framework's own shape, in case a view bypasses the contract.
+        return ApiError(data["detail"], [], status)
+    first = text.strip().splitlines()[0][:200] if text.strip() else ""
+    message = f"HTTP {status} {reason}".strip()
+    return ApiError(f"{message}: {first}" if first else message, [], status)
+
+
+class ArmadaClient:
+    """Calls the Armada API at ``settings.url`` with the configured credentials."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        session: requests.Session | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+        reconnect_window: float | None = None,
+        stream_read_timeout: float | None = None,
+    ) -> None:
+        self.settings = settings
+        self.base_url = settings.url.rstrip("/")
+        self.session = session or requests.Session()
+        self.session.headers["User-Agent"] = USER_AGENT
+        self.session.headers["Accept"] = "application/json"
+        kind = settings.auth_kind
+        if kind == "token":
+            self.session.headers["Authorization"] = f"Token {settings.token}"
+        elif kind == "basic":
+            self.session.auth = (settings.username or "", settings.password or "")
+        self._sleep = sleep
+        self._clock = clock
+        self.reconnect_window = RECONNECT_WINDOW if reconnect_window is None else reconnect_window
+        self.stream_read_timeout = (
+            STREAM_READ_TIMEOUT if stream_read_timeout is None else stream_read_timeout
+        )
+
+    # -- plumbing ---------------------------------------------------------------------
+
+    def _url(self, path: str) -> str:
+        return f"{self.base_url}/api/v1/{path.lstrip('/')}"
+
+    def _connection_error(self, exc: Exception) -> ApiError:
+        text = str(exc)
+        if isinstance(exc, requests.exceptions.Timeout):
+            return ApiError(f"timed out talking to the Armada server at {self.base_url}")
+        if "Connection refused" in text or "Errno 111" in text:
+            why = "connection refused"
+        elif "Name or service not known" in text or "nodename nor servname" in text:
+            why = "unknown host"
+        else:
+            why = "connection failed"
+        return ApiError(
+            f"cannot reach the Armada server at {self.base_url} ({why}); "
+            "is it running? Set --url or ARMADA_URL"
+        )
+
+    def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        params: Mapping[str, str] | None = None,
+        stream: bool = False,
+        timeout: float = READ_TIMEOUT,
+    ) -> requests.Response:
+        try:
+            response = self.session.request(
+                method,
+                self._url(path),
+                json=body,
+                params=params,
+                stream=stream,
+                timeout=(CONNECT_TIMEOUT, timeout),
+            )
+        except requests.exceptions.RequestException as exc:
+            raise self._connection_error(exc) from None
+        if response.status_code >= 400:
+            try:
+                content = response.content
+            except requests.exceptions.RequestException:
+                content = b""
+            finally:
+                response.close()
+            raise error_from_body(response.status_code, response.reason or "", content)
+        return response
+
+    def _json(self, response: requests.Response) -> Any:
+        try:
+            return response.json()
+        except ValueError:
+            raise ApiError(
+                f"the server at {self.base_url} answered HTTP {response.status_code} "
+                "with a body that is not JSON"
+            ) from None
+
+    # -- queues and jobs --------------------------------------------------------------
+
+    def list_queues(self) -> list[dict[str, Any]]:
+        """``GET /api/v1/queues``."""
+        data = self._json(self._request("GET", "queues"))
+        if not isinstance(data, list):
+            raise ApiError("the server's queue list is not a JSON list")
+        return data
+
+    def get_queue(self, name: str) -> dict[str, Any]:
+        """``GET /api/v1/queues/{name}``."""
+        data = self._json(self._request("GET", f"queues/{quote(name, safe='')}"))
+        if not isinstance(data, dict):
+            raise ApiError("the server's queue is not a JSON object")
+        return data
+
+    def create_queue(self, queue: Mapping[str, Any]) -> dict[str, Any]:
+        """``POST /api/v1/queues``; returns the queue as stored."""
+        data = self._json(self._request("POST", "queues", body=dict(queue)))
+        return data if isinstance(data, dict) else {}
+
+    def submit_jobs(self, job_file: Mapping[str, Any]) -> dict[str, Any]:
+        """``POST /api/v1/jobs``; returns ``{"jobIds", "queue", "jobSetId"}``."""
+        data = self._json(self._request("POST", "jobs", body=dict(job_file)))
+        if not isinstance(data, dict) or not isinstance(data.get("jobIds"), list):
+            raise ApiError("the server's answer to a submission has no jobIds list")
+        return data
+
+    # -- events -----------------------------------------------------------------------
+
+    def events_path(self, queue: str, job_set: str) -> str:
+        return f"job-sets/{quote(queue, safe='')}/{quote(job_set, safe='')}/events"
+
+    def _open_events(self, queue: str, job_set: str, cursor: int | None) -> requests.Response:
+        params = {"watch": "true"}
+        if cursor is not None:
+            params["from"] = str(cursor)
+        return self._request(
+            "GET",
+            self.events_path(queue, job_set),
+            params=params,
+            stream=True,
+            timeout=self.stream_read_timeout,
+        )
+
+    def _read_stream(self, response: requests.Response) -> Iterator[dict[str, Any] | None]:
+        """Yield each event of one connection, and ``None`` whenever the buffer runs dry.
+
+        Reads with ``read1`` so that an event is handed over as soon as its line arrives,
+        whether the body is chunked or delimited by the connection closing. Raises
+        ``StreamDropped`` when the connection ends; a trailing partial line is dropped
+        (the cursor has not moved past it, so the next connection sends it again) unless
+        it is a whole event that only lacks its newline.
+        """
+        raw = response.raw
+        buffer = b""
+        while True:
+            try:
+                data = raw.read1(65536, decode_content=True)
+            except urllib3.exceptions.ReadTimeoutError:
+                raise StreamDropped(
+                    "no data from the server for a while", failure=False, notify=False
+                ) from None
+            except (
+                urllib3.exceptions.HTTPError,
+                requests.exceptions.RequestException,
+                OSError,
+            ) as exc:
+                raise StreamDropped(f"connection broke: {type(exc).__name__}") from None
+            if not data:
+                tail = _complete_event(buffer)
+                if tail is not None:  # a last line that only lacks its newline
+                    yield tail
+                    buffer = b""
+                raise StreamDropped("the server closed the stream", notify=bool(buffer.strip()))
+            buffer += data
+            *lines, buffer = buffer.split(b"\n")
+            for line in lines:
+                line = line.strip()
+                if not line:
+                    continue  # keep-alive
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    raise ApiError(
+                        f"the event stream sent a line that is not JSON: {line[:120]!r}"
+                    ) from None
+                if not isinstance(event, dict):
+                    raise ApiError(
+                        f"the event stream sent a line that is not an object: {line[:120]!r}"
+                    )
+                yield event
+            if not buffer:
+                yield None
+
+    def watch_events(
+        self,
+        queue: str,
+        job_set: str,
+        *,
+        cursor: int | None = None,
+        on_reconnect: Callable[[str, int | None], None] | None = None,
+    ) -> Iterator[dict[str, Any]]:
+        """Follow the events of a job set, forever, reconnecting after drops.
+
+        Yields event dicts in id order, and ``CAUGHT_UP`` each time the events received so
+        far are all yielded. ``cursor`` is the exclusive starting point (``--from``).
+        ``on_reconnect(reason, cursor)`` is called before each reconnection that follows
+        an error (not after a read timeout or a clean end of the body). The first
+        connection is not retried: a server that cannot be reached at all is reported
+        straight away. After a drop it keeps trying for ``reconnect_window`` seconds
+        without receiving anything, backing off from 0.5 s to 10 s between attempts; an
+        error answer other than 502/503/504 (say 404 or 403) ends the watch at once.
+        """
+        response = self._open_events(queue, job_set, cursor)
+        outage_started: float | None = None
+        attempt = 0
+        while True:
+            try:
+                try:
+                    for event in self._read_stream(response):
+                        # Data arrived (an event or a keep-alive): the connection works.
+                        outage_started, attempt = None, 0
+                        if event is None:
+                            yield CAUGHT_UP
+                            continue
+                        event_id = event.get("id")
+                        if isinstance(event_id, int) and not isinstance(event_id, bool):
+                            if cursor is not None and event_id <= cursor:
+                                continue  # already yielded before a reconnection
+                            cursor = event_id
+                        yield event
+                finally:
+                    response.close()
+            except StreamDropped as drop:
+                reason, failure, notify = drop.reason, drop.failure, drop.notify
+            while True:
+                if failure:
+                    now = self._clock()
+                    if outage_started is None:
+                        outage_started = now
+                    elif now - outage_started > self.reconnect_window:
+                        raise ApiError(
+                            f"lost the event stream from {self.base_url} and could not "
+                            f"reconnect for {self.reconnect_window:.0f} s ({reason}); "
+                            f"resume with --from {cursor if cursor is not None else 0}"
+                        )
+                    if notify and on_reconnect is not None:
+                        on_reconnect(reason, cursor)
+                    self._sleep(min(RECONNECT_BACKOFF_START * 2**attempt, RECONNECT_BACKOFF_MAX))
+                    attempt += 1
+                try:
+                    response = self._open_events(queue, job_set, cursor)
+                    break
+                except ApiError as exc:
+                    if exc.status is not None and exc.status not in TRANSIENT_STATUSES:
+                        raise
+                    reason, failure, notify = exc.message, True, True

@@ -1,0 +1,162 @@
+"""Where ``armadactl`` finds the server and the credentials to use.
+
+Each setting (``url``, ``username``, ``password``, ``token``) is resolved on its own, first
+match wins:
+
+1. the command-line flag (``--url``, ``--username``, ``--password``, ``--token``);
+2. the environment (``ARMADA_URL``, ``ARMADA_USERNAME``, ``ARMADA_PASSWORD``, ``ARMADA_TOKEN``);
+3. the config file: ``--config PATH``, else ``$ARMADACTL_CONFIG``, else ``~/.armadactl.yaml``,
+   a YAML mapping with the keys ``url``, ``username``, ``password`` and ``token``;
+4. the default: url ``http://127.0.0.1:8000`` and no credentials.
+
+A config file named by ``--config`` or ``ARMADACTL_CONFIG`` must exist; the default one is
+optional. A set token means token auth (``Authorization: Token <t>``), unless a username
+was given by a *more specific* source than the token (say ``--username`` on the command
+line while the token sits in the config file): then HTTP basic auth is used. That lets a
+flag override a file without having to unset anything.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import yaml
+
+DEFAULT_URL = "http://127.0.0.1:8000"
+DEFAULT_CONFIG_NAME = ".armadactl.yaml"
+CONFIG_ENV = "ARMADACTL_CONFIG"
+KEYS = ("url", "username", "password", "token")
+ENV_VARS = {key: f"ARMADA_{key.upper()}" for key in KEYS}
+
+# Ranks of the sources; lower is more specific.
+FLAG, ENV, FILE, DEFAULT = 0, 1, 2, 3
+SOURCE_NAMES = {FLAG: "flag", ENV: "environment", FILE: "config file", DEFAULT: "default"}
+
+
+class ConfigError(Exception):
+    """The configuration cannot be used; the message says which file or value and why."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The resolved connection settings, and where each came from (``SOURCE_NAMES`` keys)."""
+
+    url: str = DEFAULT_URL
+    username: str | None = None
+    password: str | None = None
+    token: str | None = None
+    config_path: Path | None = None
+    sources: Mapping[str, int] | None = None
+
+    @property
+    def auth_kind(self) -> str:
+        """``"token"``, ``"basic"`` or ``"none"``: the auth the client will send."""
+        sources = self.sources or {}
+        if self.token:
+            if self.username and sources.get("username", DEFAULT) < sources.get("token", DEFAULT):
+                return "basic"
+            return "token"
+        if self.username:
+            return "basic"
+        return "none"
+
+
+def config_file_path(
+    flag_path: str | None, environ: Mapping[str, str], home: Path | None = None
+) -> tuple[Path, bool]:
+    """The config file to read and whether it must exist (it was named explicitly)."""
+    if flag_path:
+        return Path(flag_path).expanduser(), True
+    if environ.get(CONFIG_ENV):
+        return Path(environ[CONFIG_ENV]).expanduser(), True
+    base = home if home is not None else Path.home()
+    return base / DEFAULT_CONFIG_NAME, False
+
+
+def load_config_file(path: Path, required: bool) -> dict[str, str]:
+    """Read a config file into ``{key: value}``; a missing optional file is empty."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        if required:
+            raise ConfigError(f"config file {path} does not exist") from None
+        return {}
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
+    try:
+        data: Any = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"config file {path} is not valid YAML: {exc}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"config file {path} must be a mapping with keys {', '.join(KEYS)}")
+    unknown = sorted(str(k) for k in data if k not in KEYS)
+    if unknown:
+        raise ConfigError(
+            f"config file {path}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(KEYS)}"
+        )
+    out: dict[str, str] = {}
+    for key, value in data.items():
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, str | int | float):
+            raise ConfigError(f"config file {path}: {key} must be a string")
+        out[key] = str(value)
+    return out
+
+
+def normalize_url(url: str, source: str) -> str:
+    """Check that ``url`` is an http(s) URL and drop any trailing slash."""
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ConfigError(f"url {url!r} (from the {source}) must look like http://host:port")
+    return url.strip().rstrip("/")
+
+
+def resolve_settings(
+    flags: Mapping[str, str | None],
+    environ: Mapping[str, str] | None = None,
+    *,
+    config_path: str | None = None,
+    home: Path | None = None,
+) -> Settings:
+    """Resolve the settings: flags, then environment, then config file, then defaults.
+
+    ``flags`` maps the keys in ``KEYS`` to the flag values (``None`` when not given);
+    an empty string counts as not given everywhere, so ``ARMADA_TOKEN=`` unsets nothing.
+    """
+    env = os.environ if environ is None else environ
+    path, required = config_file_path(config_path, env, home)
+    file_values = load_config_file(path, required)
+    values: dict[str, str | None] = {}
+    sources: dict[str, int] = {}
+    for key in KEYS:
+        candidates = (
+            (FLAG, flags.get(key)),
+            (ENV, env.get(ENV_VARS[key])),
+            (FILE, file_values.get(key)),
+        )
+        for rank, value in candidates:
+            if value:
+                values[key] = value
+                sources[key] = rank
+                break
+        else:
+            values[key] = None
+            sources[key] = DEFAULT
+    url = values["url"] or DEFAULT_URL
+    url = normalize_url(url, SOURCE_NAMES[sources["url"]])
+    return Settings(
+        url=url,
+        username=values["username"],
+        password=values["password"],
+        token=values["token"],
+        config_path=path if file_values or required else None,
+        sources=sources,
+    )

@@ -1,0 +1,83 @@
+"""Rendering for people (tables) and for programs (``-o yaml`` / ``-o json``)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import yaml
+
+OUTPUT_FORMATS = ("table", "yaml", "json")
+
+# (header, queue key) in display order; ``permissions`` and the timestamps are in -o yaml|json.
+QUEUE_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("NAME", "name"),
+    ("PRIORITY FACTOR", "priorityFactor"),
+    ("CORDONED", "cordoned"),
+    ("OWNERS", "owners"),
+    ("GROUP OWNERS", "groupOwners"),
+    ("RETRY POLICIES", "retryPolicies"),
+    ("LABELS", "labels"),
+)
+
+
+def cell(value: Any) -> str:
+    """One value as table text: lists comma-joined, mappings as ``k=v``, empty as ``-``."""
+    if value is None or value == "" or value == [] or value == {}:
+        return "-"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, Mapping):
+        return ",".join(f"{k}={v}" for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return ",".join(cell(v) for v in value)
+    return str(value)
+
+
+def render_table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+    """Left-aligned columns separated by two spaces, no trailing blanks."""
+    rows = [list(r) for r in rows]
+    widths = [len(h) for h in headers]
+    for row in rows:
+        for i, value in enumerate(row):
+            widths[i] = max(widths[i], len(value))
+    lines = []
+    for row in [list(headers), *rows]:
+        lines.append("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
+    return "\n".join(lines)
+
+
+def render_queues_table(queues: Sequence[Mapping[str, Any]]) -> str:
+    headers = [h for h, _ in QUEUE_COLUMNS]
+    rows = [[cell(q.get(key)) for _, key in QUEUE_COLUMNS] for q in queues]
+    return render_table(headers, rows)
+
+
+def render_data(data: Any, fmt: str) -> str:
+    """``data`` as YAML or JSON text, keys in the server's order, without a final newline."""
+    if fmt == "json":
+        return json.dumps(data, indent=2, ensure_ascii=False)
+    if fmt == "yaml":
+        return yaml.safe_dump(
+            data, sort_keys=False, allow_unicode=True, default_flow_style=False
+        ).rstrip("\n")
+    raise ValueError(f"unknown output format {fmt!r}")
+
+
+def render_queues(queues: Sequence[Mapping[str, Any]], fmt: str) -> str:
+    return render_queues_table(queues) if fmt == "table" else render_data(list(queues), fmt)
+
+
+def render_queue(queue: Mapping[str, Any], fmt: str) -> str:
+    return render_queues_table([queue]) if fmt == "table" else render_data(dict(queue), fmt)
+
+
+def format_error(message: str, errors: Iterable[tuple[str, str]] = ()) -> str:
+    """``Error: <message>`` then one ``  <field>: <message>`` line per field error."""
+    lines = [f"Error: {message}"]
+    for field_name, field_message in errors:
+        lines.append(f"  {field_name}: {field_message}" if field_name else f"  {field_message}")
+    return "\n".join(lines)

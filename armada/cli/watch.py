@@ -1,0 +1,207 @@
+"""``armadactl watch``: one line per event, a running summary, and when to stop.
+
+The state of each job is the state its latest event implies. A job is finished once its
+latest event is ``succeeded``, ``cancelled``, ``preempted``, ``rejected`` or ``failed``
+with ``retryable`` false (a ``failed`` event without ``retryable`` is final too: Armada's
+failed event ends a job). A retryable failure puts the job in ``retrying`` until the
+server re-queues it.
+
+With ``--exit-if-inactive`` the watch stops once every job seen so far is finished. The
+check is made only when the client has caught up with the stream (every event received
+has been handled), never in the middle of a burst, so a job whose ``submitted`` event is
+a few lines further down is not missed.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime, tzinfo
+from typing import Any, TextIO
+
+from armada.cli.client import CAUGHT_UP
+
+# Event type -> the job state it implies. Types not listed (reprioritized, cancelling, ...)
+# leave the state as it was.
+EVENT_STATES: dict[str, str] = {
+    "submitted": "submitted",
+    "queued": "queued",
+    "leased": "leased",
+    "lease_returned": "queued",
+    "lease_expired": "queued",
+    "pending": "pending",
+    "running": "running",
+    "succeeded": "succeeded",
+    "failed": "failed",
+    "cancelled": "cancelled",
+    "preempted": "preempted",
+    "rejected": "rejected",
+}
+TERMINAL_STATES = frozenset({"succeeded", "failed", "cancelled", "preempted", "rejected"})
+# Summary order: the life of a job, then the endings; "seen" is a job known only from
+# events that imply no state (say, a watch started with --from past its submission).
+STATE_ORDER = (
+    "seen",
+    "submitted",
+    "queued",
+    "leased",
+    "pending",
+    "running",
+    "retrying",
+    "succeeded",
+    "failed",
+    "cancelled",
+    "preempted",
+    "rejected",
+)
+TYPE_WIDTH = 14  # len("lease_returned")
+SUMMARY_INTERVAL = 5.0
+
+
+def is_retryable(event: Mapping[str, Any]) -> bool:
+    """The ``retryable`` flag of a failed event; absent means not retryable."""
+    value = event.get("retryable")
+    if isinstance(value, str):
+        return value.strip().lower() == "true"
+    return value is True
+
+
+def state_after(event: Mapping[str, Any], previous: str | None) -> str | None:
+    """The job's state once ``event`` has happened, given its ``previous`` state."""
+    kind = str(event.get("type", ""))
+    if kind == "failed" and is_retryable(event):
+        return "retrying"
+    return EVENT_STATES.get(kind, previous)
+
+
+class JobSetTracker:
+    """The latest state of every job seen in a job set."""
+
+    def __init__(self) -> None:
+        self.states: dict[str, str] = {}
+        self.version = 0  # bumped whenever a state changes
+
+    def observe(self, event: Mapping[str, Any]) -> None:
+        job_id = event.get("jobId")
+        if not job_id:
+            return
+        job_id = str(job_id)
+        previous = self.states.get(job_id)
+        state = state_after(event, previous) or "seen"
+        if state != previous:
+            self.states[job_id] = state
+            self.version += 1
+
+    def counts(self) -> Counter[str]:
+        return Counter(self.states.values())
+
+    @property
+    def inactive(self) -> bool:
+        """True when at least one job was seen and every job seen is finished."""
+        return bool(self.states) and all(s in TERMINAL_STATES for s in self.states.values())
+
+    def summary(self) -> str:
+        """``[3 jobs] running: 1, succeeded: 2``, states in life-cycle order, zeros left out."""
+        counts = self.counts()
+        total = len(self.states)
+        parts = [f"{s}: {counts[s]}" for s in STATE_ORDER if counts[s]]
+        parts += [f"{s}: {n}" for s, n in sorted(counts.items()) if s not in STATE_ORDER]
+        noun = "job" if total == 1 else "jobs"
+        return f"[{total} {noun}] " + (", ".join(parts) if parts else "no jobs yet")
+
+
+def format_time(created: Any, tz: tzinfo | None = None) -> str:
+    """``HH:MM:SS`` of an ISO-8601 timestamp, in ``tz`` (default: local time).
+
+    A timestamp without an offset is shown as written; an unreadable one as ``--:--:--``.
+    """
+    if not isinstance(created, str) or not created:
+        return "--:--:--"
+    try:
+        moment = datetime.fromisoformat(created.strip())
+    except ValueError:
+        return "--:--:--"
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(tz)
+    return moment.strftime("%H:%M:%S")
+
+
+def _word(value: Any) -> str:
+    """A value for ``key=value``: JSON-quoted when it is empty or has blanks in it."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    text = str(value)
+    if not text or any(c.isspace() for c in text) or '"' in text:
+        return json.dumps(text, ensure_ascii=False)
+    return text
+
+
+def format_event(event: Mapping[str, Any], tz: tzinfo | None = None) -> str:
+    """One line for an event: time, type, job id, and the details that matter for its type.
+
+    ``failed``: exit code, reason, failure category (with the subcategory after a slash
+    when there is one) and retryable; ``leased``: the node.
+    """
+    kind = str(event.get("type") or "?")
+    parts = [
+        format_time(event.get("created"), tz),
+        kind.ljust(TYPE_WIDTH),
+        str(event.get("jobId") or "-"),
+    ]
+    if kind == "failed":
+        category = event.get("failure_category")
+        sub = event.get("failure_subcategory")
+        if category and sub:
+            category = f"{category}/{sub}"
+        parts += [
+            f"exitCode={_word(event.get('exitCode'))}",
+            f"reason={_word(event.get('reason'))}",
+            f"category={_word(category or None)}",
+            f"retryable={'true' if is_retryable(event) else 'false'}",
+        ]
+    elif kind == "leased":
+        parts.append(f"node={_word(event.get('node'))}")
+    return "  ".join(parts).rstrip()
+
+
+def run_watch(
+    events: Iterable[Mapping[str, Any]],
+    out: TextIO,
+    *,
+    exit_if_inactive: bool = False,
+    tz: tzinfo | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    summary_interval: float = SUMMARY_INTERVAL,
+    tracker: JobSetTracker | None = None,
+) -> int:
+    """Print ``events`` as they come; returns 0 when the job set is finished (or the stream ends).
+
+    ``events`` holds event dicts and ``CAUGHT_UP`` markers. At a marker, the summary line is
+    printed if any job changed state since the last one and ``summary_interval`` seconds
+    have passed (the first is printed at once); then, with ``exit_if_inactive``, the watch
+    ends if every job seen is finished, with a last summary.
+    """
+    if tracker is None:
+        tracker = JobSetTracker()
+    printed_version = 0
+    printed_at: float | None = None
+    for event in events:
+        if event is CAUGHT_UP:
+            if exit_if_inactive and tracker.inactive:
+                print(tracker.summary(), file=out, flush=True)
+                return 0
+            now = clock()
+            due = printed_at is None or now - printed_at >= summary_interval
+            if tracker.version != printed_version and due:
+                print(tracker.summary(), file=out, flush=True)
+                printed_version, printed_at = tracker.version, now
+            continue
+        tracker.observe(event)
+        print(format_event(event, tz), file=out, flush=True)
+    if tracker.version != printed_version:
+        print(tracker.summary(), file=out, flush=True)
+    return 0

@@ -1,0 +1,312 @@
+"""A fake Armada API on a real socket, for testing ``armadactl`` without Django.
+
+``FakeArmada`` serves the REST contract from memory with ``ThreadingHTTPServer`` on
+127.0.0.1, port 0. Each request is recorded (method, path as sent, query, headers, JSON
+body). The events endpoint streams NDJSON and follows a list of ``StreamPlan``s, one per
+connection, so a test can cut a stream half way (chunked body broken off, or a
+close-delimited body ended mid-line) and check that the client resumes from its cursor.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+import pytest
+
+from armada.cli import client as client_module
+
+CREATED = "2025-03-04T05:06:07Z"
+QUEUE_DEFAULTS: dict[str, Any] = {
+    "priorityFactor": 1.0,
+    "owners": [],
+    "groupOwners": [],
+    "permissions": [],
+    "labels": {},
+    "cordoned": False,
+    "retryPolicies": [],
+    "createdAt": CREATED,
+    "updatedAt": CREATED,
+}
+
+
+@dataclass
+class Recorded:
+    method: str
+    path: str
+    query: dict[str, str]
+    headers: dict[str, str]
+    body: Any
+
+
+@dataclass
+class StreamPlan:
+    """What one connection to the events endpoint gets.
+
+    ``count`` events (all remaining when None) after the cursor, then: with ``drop`` None
+    keep-alive blank lines until the client hangs up; ``"abort"`` a chunked body broken off
+    inside a chunk; ``"close"`` a close-delimited body ended by closing the socket. With
+    ``partial`` the first half of the next event's line is sent before the drop.
+    ``ignore_from`` sends from the first event regardless of the cursor (a buggy server).
+    ``chunked`` False (implied by ``drop="close"``) sends a close-delimited body.
+    ``unterminated`` leaves out the newline after the last event sent.
+    """
+
+    count: int | None = None
+    drop: str | None = None
+    partial: bool = False
+    ignore_from: bool = False
+    chunked: bool = True
+    unterminated: bool = False
+
+
+def event(
+    event_id: int, kind: str, job_id: str, *, second: int = 0, **extra: Any
+) -> dict[str, Any]:
+    """An event of job set ``q1/js1`` as the contract spells it."""
+    return {
+        "id": event_id,
+        "type": kind,
+        "created": f"2025-03-04T10:00:{second:02d}Z",
+        "queue": "q1",
+        "jobSetId": "js1",
+        "jobId": job_id,
+        "runId": f"run-{job_id}" if kind not in ("submitted", "queued") else None,
+        **extra,
+    }
+
+
+@dataclass
+class FakeArmada:
+    url: str = ""
+    queues: dict[str, dict[str, Any]] = field(default_factory=dict)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    stream_plans: list[StreamPlan] = field(default_factory=list)
+    raw_prefix: list[bytes] = field(default_factory=list)  # lines sent before the events
+    requests: list[Recorded] = field(default_factory=list)
+    token: str | None = None  # when set, requests need this token ...
+    basic: tuple[str, str] | None = None  # ... or these basic credentials
+    next_job: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add_queue(self, name: str, **fields: Any) -> dict[str, Any]:
+        queue = {"name": name, **QUEUE_DEFAULTS, **fields}
+        self.queues[name] = queue
+        return queue
+
+    def paths(self, method: str | None = None) -> list[str]:
+        return [r.path for r in self.requests if method is None or r.method == method]
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: Any
+
+    @property
+    def fake(self) -> FakeArmada:
+        return self.server.fake
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base signature
+        pass
+
+    # -- helpers ------------------------------------------------------------------------
+
+    def send_json(self, status: int, body: Any) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def send_error_body(
+        self, status: int, message: str, errors: list[tuple[str, str]] = ()
+    ) -> None:
+        self.send_json(
+            status, {"message": message, "errors": [{"field": f, "message": m} for f, m in errors]}
+        )
+
+    def authorized(self) -> bool:
+        if self.fake.token is None and self.fake.basic is None:
+            return True
+        header = self.headers.get("Authorization", "")
+        if self.fake.token is not None and header == f"Token {self.fake.token}":
+            return True
+        if self.fake.basic is not None and header.startswith("Basic "):
+            user, _, password = base64.b64decode(header[6:]).decode().partition(":")
+            return (user, password) == self.fake.basic
+        return False
+
+    def record(self) -> tuple[str, dict[str, str], Any]:
+        parts = urlsplit(self.path)
+        query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+        body: Any = None
+        length = int(self.headers.get("Content-Length") or 0)
+        if length:
+            body = json.loads(self.rfile.read(length))
+        with self.fake.lock:
+            self.fake.requests.append(
+                Recorded(self.command, parts.path, query, dict(self.headers.items()), body)
+            )
+        return parts.path, query, body
+
+    # -- routes -------------------------------------------------------------------------
+
+    def do_GET(self) -> None:
+        path, query, _ = self.record()
+        if not self.authorized():
+            return self.send_error_body(401, "Authentication credentials were not provided.")
+        segments = [unquote(s) for s in path.split("/")]
+        if path == "/api/v1/queues":
+            return self.send_json(200, sorted(self.fake.queues.values(), key=lambda q: q["name"]))
+        if len(segments) == 5 and segments[:4] == ["", "api", "v1", "queues"]:
+            queue = self.fake.queues.get(segments[4])
+            if queue is None:
+                return self.send_error_body(404, f"queue {segments[4]} does not exist")
+            return self.send_json(200, queue)
+        if (
+            len(segments) == 7
+            and segments[:4] == ["", "api", "v1", "job-sets"]
+            and segments[6] == "events"
+        ):
+            return self.stream_events(query)
+        return self.send_error_body(404, f"no route for {path}")
+
+    def do_POST(self) -> None:
+        path, _, body = self.record()
+        if not self.authorized():
+            return self.send_error_body(401, "Authentication credentials were not provided.")
+        if path == "/api/v1/queues":
+            name = body.get("name")
+            if name in self.fake.queues:
+                return self.send_error_body(
+                    409, f"queue {name} already exists", [("name", "must be unique")]
+                )
+            if not name or name != name.lower():
+                return self.send_error_body(
+                    400, "the queue is not valid", [("name", "must be a lower-case RFC 1123 label")]
+                )
+            return self.send_json(201, self.fake.add_queue(**body))
+        if path == "/api/v1/jobs":
+            if body["queue"] not in self.fake.queues:
+                return self.send_error_body(404, f"queue {body['queue']} does not exist")
+            errors = [
+                (f"jobs[{i}].podSpec.containers", "at least one container is required")
+                for i, job in enumerate(body["jobs"])
+                if not job["podSpec"].get("containers")
+            ]
+            if errors:
+                return self.send_error_body(400, "the job file is not valid", errors)
+            ids = []
+            for _ in body["jobs"]:
+                self.fake.next_job += 1
+                ids.append(f"01jfake{self.fake.next_job:04d}")
+            return self.send_json(
+                201, {"jobIds": ids, "queue": body["queue"], "jobSetId": body["jobSetId"]}
+            )
+        return self.send_error_body(404, f"no route for {path}")
+
+    def stream_events(self, query: dict[str, str]) -> None:
+        with self.fake.lock:
+            plan = self.fake.stream_plans.pop(0) if self.fake.stream_plans else StreamPlan()
+        start = -1 if plan.ignore_from else int(query.get("from", -1))
+        pending = [e for e in self.fake.events if e["id"] > start]
+        if plan.count is not None:
+            pending, rest = pending[: plan.count], pending[plan.count :]
+        else:
+            rest = []
+        chunked = plan.chunked and plan.drop != "close"
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-ndjson")
+        if chunked:
+            self.send_header("Transfer-Encoding", "chunked")
+        else:
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        self.end_headers()
+
+        def write(data: bytes) -> None:
+            if chunked:
+                data = b"%x\r\n%s\r\n" % (len(data), data)
+            self.wfile.write(data)
+            self.wfile.flush()
+
+        try:
+            for line in self.fake.raw_prefix:
+                write(line)
+            for i, item in enumerate(pending):
+                last = plan.unterminated and i == len(pending) - 1
+                write(json.dumps(item).encode() + (b"" if last else b"\n"))
+            if plan.drop is None:
+                deadline = time.monotonic() + 10
+                while time.monotonic() < deadline:
+                    write(b"\n")
+                    time.sleep(0.05)
+                if chunked:
+                    self.wfile.write(b"0\r\n\r\n")
+                self.close_connection = True
+                return
+            half = json.dumps(rest[0]).encode()[:20] if plan.partial and rest else b""
+            if plan.drop == "abort":
+                # A chunk that promises more bytes than ever come.
+                self.wfile.write(b"%x\r\n%s" % (len(half) + 50, half))
+            elif half:
+                self.wfile.write(half)
+            self.wfile.flush()
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+
+@pytest.fixture
+def fake_armada() -> Iterator[FakeArmada]:
+    fake = FakeArmada()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    server.fake = fake  # type: ignore[attr-defined]
+    fake.url = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
+    thread.start()
+    try:
+        yield fake
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+@pytest.fixture(autouse=True)
+def isolated_environment(
+    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """No test sees the real ~/.armadactl.yaml or ARMADA_* variables of the machine, and
+    reconnections back off from 10 ms rather than 0.5 s."""
+    monkeypatch.setattr(client_module, "RECONNECT_BACKOFF_START", 0.01)
+    monkeypatch.setenv("HOME", str(tmp_path_factory.mktemp("home")))
+    for name in (
+        "ARMADA_URL",
+        "ARMADA_USERNAME",
+        "ARMADA_PASSWORD",
+        "ARMADA_TOKEN",
+        "ARMADACTL_CONFIG",
+    ):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def free_port() -> int:
+    """A port on 127.0.0.1 that nothing listens on (bound, then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
