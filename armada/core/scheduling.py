@@ -7,8 +7,9 @@ loads the snapshot and writes the result; nothing here touches a database or a c
 
 Order: the queue with the lowest weighted dominant-resource cost goes next (ties by name);
 within a queue, jobs go by priority-class urgency (higher first), then priority (lower
-first), then submission order (the sortable job id). A job is placed on the feasible node
-with the least free capacity that still fits it (bin packing keeps big holes for big jobs).
+first), then submission order (the sortable job id). A job goes on the first node that can
+take it, with nodes ordered fullest first at the start of the round: jobs pack onto busy
+nodes and whole nodes stay free for big jobs.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import heapq
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from armada.core.fairshare import weighted_cost
+from armada.core.fairshare import dominant_share, weighted_cost
 from armada.core.quantity import Resources
 
 REASON_NO_RESOURCES = "no node has enough free resources"
@@ -120,33 +121,64 @@ def node_matches(job: QueuedJob, node: NodeState) -> bool:
     return True
 
 
-def _best_fit(job: QueuedJob, nodes: Iterable[NodeState]) -> tuple[NodeState | None, str]:
-    matched = False
-    big_enough = False
-    best: NodeState | None = None
-    best_slack = 0.0
-    for node in nodes:
-        if not node_matches(job, node):
-            continue
-        matched = True
-        if not job.requests.fits_in(node.allocatable):
-            continue
-        big_enough = True
-        free = node.free
-        if not job.requests.fits_in(free):
-            continue
-        slack = sum(
-            (free[r] - job.requests[r]) / node.allocatable[r]
-            for r in node.allocatable
-            if node.allocatable[r] > 0
-        )
-        if best is None or slack < best_slack or (slack == best_slack and node.id < best.id):
-            best, best_slack = node, slack
-    if best is not None:
-        return best, ""
-    if not matched:
+class _NodeView:
+    """A node's free resources as a plain dict, kept current during the round (hot loop)."""
+
+    __slots__ = ("node", "free")
+
+    def __init__(self, node: NodeState) -> None:
+        self.node = node
+        self.free = dict(node.free)
+
+    def take(self, requests: Resources) -> None:
+        self.node.allocated = self.node.allocated + requests
+        for r, v in requests.items():
+            self.free[r] = self.free.get(r, 0) - v
+
+
+def _shape(job: QueuedJob) -> tuple:
+    """Jobs of one shape can use the same nodes."""
+    return (
+        tuple(sorted(job.requests.items())),
+        tuple(sorted(job.node_selector.items())),
+        tuple(job.tolerations),
+        job.avoid_nodes,
+    )
+
+
+@dataclass
+class _ShapeScan:
+    """How far the search for one job shape has got in this round.
+
+    Within a round free space only shrinks, so a node that cannot take a shape now never
+    can later in the round: the next job of the same shape resumes at ``cursor`` instead of
+    starting over. That makes a round cost about (nodes x shapes + jobs), not nodes x jobs.
+    """
+
+    cursor: int = 0
+    matched: bool = False
+    big_enough: bool = False
+
+
+def _first_fit(
+    job: QueuedJob, views: Sequence[_NodeView], scan: _ShapeScan
+) -> tuple[_NodeView | None, str]:
+    wanted = list(job.requests.items())
+    while scan.cursor < len(views):
+        view = views[scan.cursor]
+        node = view.node
+        if node_matches(job, node):
+            scan.matched = True
+            allocatable = node.allocatable
+            if all(v <= allocatable[r] for r, v in wanted):
+                scan.big_enough = True
+                free = view.free
+                if all(v <= free.get(r, 0) for r, v in wanted):
+                    return view, ""
+        scan.cursor += 1
+    if not scan.matched:
         return None, REASON_NO_MATCH
-    if not big_enough:
+    if not scan.big_enough:
         return None, REASON_TOO_BIG
     return None, REASON_NO_RESOURCES
 
@@ -184,6 +216,13 @@ def schedule_round(
         pending[name] = list(reversed(queue_jobs))  # pop() from the end takes the first job
         heapq.heappush(heap, (weighted_cost(q.allocated, capacity, q.priority_factor), name))
 
+    # Fullest nodes first (by dominant share of the node already allocated), so that jobs
+    # pack onto busy nodes and leave whole nodes free for big jobs.
+    views = sorted(
+        (_NodeView(n) for n in nodes),
+        key=lambda v: (-dominant_share(v.node.allocated, v.node.allocatable), v.node.id),
+    )
+    scans: dict[tuple, _ShapeScan] = {}
     while heap:
         if len(result.leases) >= max_leases:
             for rest in pending.values():
@@ -192,11 +231,13 @@ def schedule_round(
             break
         _, name = heapq.heappop(heap)
         job = pending[name].pop()
-        node, reason = _best_fit(job, nodes)
-        if node is None:
+        scan = scans.setdefault(_shape(job), _ShapeScan())
+        view, reason = _first_fit(job, views, scan)
+        if view is None:
             result.unschedulable[job.id] = reason
         else:
-            node.allocated = node.allocated + job.requests
+            node = view.node
+            view.take(job.requests)
             allocated[name] = allocated[name] + job.requests
             result.leases.append(
                 Lease(

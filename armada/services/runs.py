@@ -16,6 +16,7 @@ from django.db import transaction
 from armada.core.reports import RunReport
 from armada.core.states import JOB_STATE_FOR_RUN, EventType, JobState, RunState, run_can_move
 from armada.models import Job, Run
+from armada.services.bulk import bulk_update_fields
 from armada.services.events import NewEvent, events_append
 from armada.services.failures import failure_verdict
 
@@ -69,7 +70,7 @@ def runs_apply_reports(*, executor_id: str, reports: Sequence[RunReport], now: d
                     payload=event_payload,
                 )
             )
-        Run.objects.bulk_update(
+        bulk_update_fields(
             list(changed_runs.values()),
             [
                 "state",
@@ -86,7 +87,7 @@ def runs_apply_reports(*, executor_id: str, reports: Sequence[RunReport], now: d
                 "decision",
             ],
         )
-        Job.objects.bulk_update(
+        bulk_update_fields(
             list(changed_jobs.values()),
             [
                 "state",

@@ -408,7 +408,8 @@ def test_avoided_nodes_are_not_used():
 def test_avoided_nodes_are_per_job():
     node_list = nodes(2)
     job_list = [job("a-000", avoid_nodes=frozenset({"node-0"})), job("a-001")]
-    assert placed(schedule(node_list, job_list)) == {"a-000": "node-1", "a-001": "node-1"}
+    # a-001 may use node-0 (the avoidance is a-000's alone), and node-0 comes first.
+    assert placed(schedule(node_list, job_list)) == {"a-000": "node-1", "a-001": "node-0"}
 
 
 def test_unschedulable_nodes_are_skipped():
@@ -792,3 +793,39 @@ def test_jobs_may_be_any_iterable():
         nodes=nodes(1), queues=queues("a"), jobs=iter(jobs("a", 2)), max_leases=10
     )
     assert len(result.leases) == 2
+
+
+def test_a_shape_that_found_no_room_does_not_stop_smaller_shapes():
+    # Jobs in id order: two 6-cpu jobs, then four 2-cpu jobs, on two 8-cpu nodes. The second
+    # 6-cpu job finds no room once both nodes hold one; the 2-cpu jobs still fill the gaps.
+    node_list = nodes(2, "8", "32Gi")
+    job_list = jobs("a", 3, "6", "4Gi") + jobs("a", 4, "2", "4Gi", start=3)
+    result = schedule(node_list, job_list)
+    assert sorted(placed(result)) == ["a-000", "a-001", "a-003", "a-004"]
+    assert result.unschedulable == {
+        "a-002": REASON_NO_RESOURCES,
+        "a-005": REASON_NO_RESOURCES,
+        "a-006": REASON_NO_RESOURCES,
+    }
+    assert [n.allocated for n in node_list] == [res("8", "8Gi"), res("8", "8Gi")]
+
+
+def test_jobs_of_one_shape_fill_nodes_in_order_without_skipping_room():
+    # 3 nodes with room for 2 jobs each: six jobs of one shape take every slot, in node order.
+    node_list = nodes(3, "2", "8Gi")
+    result = schedule(node_list, jobs("a", 7, "1", "4Gi"))
+    assert [lease.node for lease in result.leases] == [
+        "node-0",
+        "node-0",
+        "node-1",
+        "node-1",
+        "node-2",
+        "node-2",
+    ]
+    assert result.unschedulable == {"a-006": REASON_NO_RESOURCES}
+
+
+def test_busier_nodes_are_filled_first():
+    node_list = nodes(1, "8", "32Gi") + nodes(1, "8", "32Gi", start=1, used=res("4", "4Gi"))
+    result = schedule(node_list, jobs("a", 1, "1", "1Gi"))
+    assert placed(result) == {"a-000": "node-1"}

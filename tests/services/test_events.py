@@ -1,0 +1,83 @@
+"""The event log's ordering invariant: ids become visible in increasing order."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from django.db import connections, transaction
+
+from armada.core.states import EventType
+from armada.models import Event
+from armada.services.events import NewEvent, events_append, events_for_job_set
+from tests.conftest import T0
+
+
+def event(job_id: str) -> NewEvent:
+    return NewEvent(EventType.QUEUED, queue="q", job_set="s", job_id=job_id, created=T0)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_append_outside_a_transaction_is_refused():
+    with pytest.raises(RuntimeError, match="transaction.atomic"):
+        events_append(events=[event("a")])
+    assert Event.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_events_of_a_job_set_after_a_cursor():
+    with transaction.atomic():
+        events_append(events=[event("a"), event("b"), event("c")])
+    first, *rest = events_for_job_set(queue="q", job_set="s")
+    assert [e.job_id for e in rest] == ["b", "c"]
+    assert [e.job_id for e in events_for_job_set(queue="q", job_set="s", after=first.id)] == [
+        "b",
+        "c",
+    ]
+    assert events_for_job_set(queue="q", job_set="other") == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_later_writer_waits_so_no_reader_sees_a_gap():
+    """Writer A appends and holds its transaction open; writer B must not commit a visible
+    event before A commits, or a watcher that read B's id would skip A's event for ever."""
+    a_appended = threading.Event()
+    release_a = threading.Event()
+    b_done = threading.Event()
+    errors: list[BaseException] = []
+
+    def writer_a() -> None:
+        try:
+            with transaction.atomic():
+                events_append(events=[event("a")])
+                a_appended.set()
+                release_a.wait(10)
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    def writer_b() -> None:
+        try:
+            a_appended.wait(10)
+            with transaction.atomic():
+                events_append(events=[event("b")])
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            b_done.set()
+            connections.close_all()
+
+    ta, tb = threading.Thread(target=writer_a), threading.Thread(target=writer_b)
+    ta.start()
+    tb.start()
+    a_appended.wait(10)
+    b_done.wait(1.0)  # give B the chance to (wrongly) commit first
+    seen_while_a_open = [e.id for e in events_for_job_set(queue="q", job_set="s")]
+    release_a.set()
+    ta.join(15)
+    tb.join(15)
+    assert not errors, errors
+    assert seen_while_a_open == []  # B could not commit ahead of A
+    ordered = list(Event.objects.order_by("id").values_list("job_id", flat=True))
+    assert ordered == ["a", "b"]
