@@ -17,7 +17,12 @@ _agents: dict[str, ExecutorAgent] = {}
 @shared_task(name="armada.scheduler.cycle", ignore_result=True)
 def scheduler_cycle_task() -> dict:
     report = scheduler_cycle(now=timezone.now())
-    return {"ran": report.ran, "considered": report.considered, "leased": report.leased}
+    return {
+        "ran": report.ran,
+        "considered": report.considered,
+        "leased": report.leased,
+        "expired": report.expired,
+    }
 
 
 @shared_task(name="armada.executor.tick", ignore_result=True)

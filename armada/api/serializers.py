@@ -135,3 +135,11 @@ class JobSerializer(serializers.ModelSerializer):
 
     def get_requests(self, job: Job) -> dict[str, Any]:
         return Resources(job.requests).to_strings()
+
+
+class RunLogSerializer(serializers.Serializer):
+    runId = serializers.CharField()
+    jobId = serializers.CharField()
+    log = serializers.CharField(help_text="the tail of the pod's stdout and stderr")
+    truncated = serializers.BooleanField(help_text="true when only the tail is kept")
+    updatedAt = serializers.DateTimeField(allow_null=True)

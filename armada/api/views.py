@@ -14,6 +14,7 @@ from armada.api.serializers import (
     JobSerializer,
     QueueInputSerializer,
     QueueSerializer,
+    RunLogSerializer,
     SubmitResultSerializer,
 )
 from armada.services import jobs as job_selectors
@@ -110,3 +111,19 @@ class JobDetailView(APIView):
     def get(self, request: Request, job_id: str) -> Response:
         job = job_selectors.job_get(actor=request.user, job_id=job_id)
         return Response(JobSerializer(job).data)
+
+
+class RunLogView(APIView):
+    @extend_schema(responses={200: RunLogSerializer, **_ERRORS}, summary="The log of a run")
+    def get(self, request: Request, run_id: str) -> Response:
+        run = job_selectors.run_get(actor=request.user, run_id=run_id)
+        entry = job_selectors.run_log_text(run=run)
+        return Response(
+            {
+                "runId": run.id,
+                "jobId": run.job_id,
+                "log": entry.text if entry else "",
+                "truncated": entry.truncated if entry else False,
+                "updatedAt": entry.updated_at if entry else None,
+            }
+        )

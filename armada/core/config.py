@@ -24,6 +24,7 @@ from pydantic import (
 )
 from pydantic import ValidationError as PydanticValidationError
 
+from armada.core.categorizer import INTERNAL, INTERNAL_SUBCATEGORIES
 from armada.core.duration import parse_duration
 from armada.core.errors import FieldError, ValidationFailed
 from armada.core.quantity import parse_quantity
@@ -158,7 +159,7 @@ class CategoryRule(_Strict):
     )
     on_termination_message: PatternMatcher | None = Field(None, alias="onTerminationMessage")
     on_pod_error: PatternMatcher | None = Field(None, alias="onPodError")
-    container_name: str | None = Field(None, alias="containerName")
+    container_name: str | None = Field(None, alias="containerName", min_length=1)
     subcategory: str | None = None
     hint: str | None = None
 
@@ -187,6 +188,21 @@ class Category(_Strict):
     action: Literal["Retain", "Delete"] = "Retain"
     rules: list[CategoryRule] = Field(min_length=1)
 
+    @model_validator(mode="after")
+    def _no_reserved_subcategory(self) -> Category:
+        if self.name == INTERNAL:
+            for i, rule in enumerate(self.rules):
+                if rule.subcategory in INTERNAL_SUBCATEGORIES:
+                    raise ValueError(f"rules[{i}].subcategory: {_reserved(rule.subcategory)}")
+        return self
+
+
+def _reserved(subcategory: str) -> str:
+    return (
+        f"{INTERNAL} / {subcategory} is reserved for failures the control plane labels itself "
+        f"(reserved: {', '.join(INTERNAL_SUBCATEGORIES)}); choose another subcategory"
+    )
+
 
 class ErrorCategories(_Strict):
     enabled: StrictBool = False
@@ -196,18 +212,29 @@ class ErrorCategories(_Strict):
 
     @model_validator(mode="after")
     def _unique_names(self) -> ErrorCategories:
-        names = [c.name for c in self.categories]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise ValueError(f"duplicate category name(s): {', '.join(dupes)}")
+        first: dict[str, int] = {}
+        for i, c in enumerate(self.categories):
+            if c.name in first:
+                raise ValueError(
+                    f"categories[{i}].name: duplicate category name {c.name!r} "
+                    f"(also categories[{first[c.name]}])"
+                )
+            first[c.name] = i
+        if self.default_category == INTERNAL and self.default_subcategory in INTERNAL_SUBCATEGORIES:
+            raise ValueError(f"defaultSubcategory: {_reserved(self.default_subcategory)}")
         return self
 
 
 class Executor(_Strict):
     id: str
     pool: str = "default"
-    backend: Literal["fake"] = "fake"
+    backend: Literal["fake", "local"] = "fake"
     tick_period: Duration = Field(1.0, alias="tickPeriod", gt=0)
+    # How long a failed pod may take to go after deletion was asked for; longer, and the run
+    # is reported internal / stuck-terminating.
+    pod_deletion_timeout: Duration = Field(30.0, alias="podDeletionTimeout", gt=0)
+    # The local backend's pods (processes, logs, results); empty means var/executors/<id>.
+    state_dir: str = Field("", alias="stateDir")
     tracked_node_labels: list[str] = Field(default_factory=list, alias="trackedNodeLabels")
     nodes: list[NodeGroup] = Field(default_factory=list)
     error_categories: ErrorCategories = Field(

@@ -1,9 +1,12 @@
 """What a job asks of the ``fake`` backend, read from its annotations.
 
-The fake backend simulates a cluster: a pod stays pending for ``pendingDuration``, runs for
-``duration`` and then ends as asked (exit code, a kill condition such as OOMKilled, a
-termination message), or fails to start with ``podError``. Parsing lives here, in the core,
-so that a submit with a bad value is refused with the annotation named.
+The fake backend simulates a cluster. A pod stays pending for ``pendingDuration``, runs for
+``duration`` and then ends as asked: ``exitCode``, a kill ``condition`` (OOMKilled, Evicted,
+DeadlineExceeded), a ``terminationMessage``; or it fails to start with ``podError`` (an
+image that cannot be pulled, say); or its node is lost while it runs (``nodeLost``). Its
+log is ``log``. Deleting it takes ``deletionDuration`` (a pod stuck terminating takes
+long). Parsing lives here, in the core, so that a submit with a bad value is refused with
+the annotation named.
 """
 
 from __future__ import annotations
@@ -16,7 +19,22 @@ from armada.core.errors import FieldError
 
 PREFIX = "fake.armadaproject.io/"
 CONDITIONS = ("OOMKilled", "Evicted", "DeadlineExceeded")
-KEYS = ("duration", "pendingDuration", "exitCode", "condition", "terminationMessage", "podError")
+KEYS = (
+    "duration",
+    "pendingDuration",
+    "exitCode",
+    "condition",
+    "terminationMessage",
+    "podError",
+    "nodeLost",
+    "log",
+    "deletionDuration",
+)
+_DURATIONS = {
+    "duration": "duration_seconds",
+    "pendingDuration": "pending_seconds",
+    "deletionDuration": "deletion_seconds",
+}
 
 
 @dataclass(frozen=True)
@@ -27,10 +45,13 @@ class FakeOutcome:
     condition: str = ""
     termination_message: str = ""
     pod_error: str = ""
+    node_lost: bool = False
+    log: str = ""
+    deletion_seconds: float = 0.0
 
     @property
     def succeeds(self) -> bool:
-        return not (self.exit_code or self.condition or self.pod_error)
+        return not (self.exit_code or self.condition or self.pod_error or self.node_lost)
 
 
 def parse_fake_outcome(
@@ -50,10 +71,8 @@ def parse_fake_outcome(
             )
             continue
         try:
-            if name in ("duration", "pendingDuration"):
-                values["duration_seconds" if name == "duration" else "pending_seconds"] = (
-                    parse_duration(raw)
-                )
+            if name in _DURATIONS:
+                values[_DURATIONS[name]] = parse_duration(raw)
             elif name == "exitCode":
                 code = int(str(raw))
                 if not 0 <= code <= 255:
@@ -63,8 +82,14 @@ def parse_fake_outcome(
                 if raw not in CONDITIONS:
                     raise ValueError(f"must be one of {', '.join(CONDITIONS)}")
                 values["condition"] = raw
+            elif name == "nodeLost":
+                if raw not in ("true", "false"):
+                    raise ValueError('must be "true" or "false"')
+                values["node_lost"] = raw == "true"
             elif name == "terminationMessage":
                 values["termination_message"] = str(raw)
+            elif name == "log":
+                values["log"] = str(raw)
             else:
                 values["pod_error"] = str(raw)
         except ValueError as exc:

@@ -12,8 +12,10 @@ from armada.core.states import RunState
 class RunReport:
     """``state`` is the phase the run's pod reached at ``at``.
 
-    Reports are idempotent: applying a report that does not move the run forward (it is
-    already there, or already ended) changes nothing.
+    ``LEASE_RETURNED`` means the run never started (for example its pod name was taken) and
+    the job may be leased again. ``log`` is the tail of the pod's log, when the executor
+    sends one. Reports are idempotent: applying a report that does not move the run forward
+    (it is already there, or already ended) changes nothing.
     """
 
     run_id: str
@@ -26,3 +28,4 @@ class RunReport:
     failure_category: str = ""
     failure_subcategory: str = ""
     hint: str = ""
+    log: str | None = None

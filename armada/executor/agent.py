@@ -2,26 +2,51 @@
 
 A tick, in order:
 1. register the executor and its nodes (first tick of the process) or send a heartbeat;
-2. create a pod for every run leased to this executor that has none yet;
+2. create a pod for every run leased to this executor that has none yet. A pod name that is
+   taken (AlreadyExists, typically a pod kept from an earlier attempt) is a recoverable
+   submit error: the lease is returned, and the colliding pod is deleted. A spec the backend
+   cannot run fails the run as internal / job-creation-failed;
 3. poll the backend and turn each phase a pod has passed through (pending, running, ended)
    into a report, oldest first, so that even a pod that started and ended between two ticks
    is reported as pending, running and then succeeded or failed;
-4. apply all reports in one transaction, then delete the pods of runs that ended.
-A run that is pending or running in the database but has no pod on the backend (the pod
-vanished, or the backend lost it on a restart) is reported failed: internal / pod-missing.
+4. categorise every failure (``core.categorizer``). When the category's action is Delete,
+   the pod is deleted and the failure is reported only once the pod is gone, so that the
+   name is free before a retry can be leased; a pod still there ``podDeletionTimeout`` after
+   the deletion was asked for is reported as internal / stuck-terminating instead. With
+   Retain the failed pod is kept as evidence. Succeeded pods are deleted;
+5. apply all reports in one transaction, with the pods' logs.
+A run that is pending or running in the database but whose pod is gone (it vanished, or
+the backend lost it) is reported failed: internal / pod-missing. Pods of runs that are no
+longer active here (cancelled, expired elsewhere) and still running are stopped.
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
+from armada.core.categorizer import (
+    INTERNAL,
+    JOB_CREATION_FAILED,
+    POD_MISSING,
+    STUCK_TERMINATING,
+    Categorization,
+    Categorizer,
+    ContainerSignal,
+    FailureSignals,
+)
 from armada.core.config import Executor as ExecutorConfig
 from armada.core.reports import RunReport
 from armada.core.states import RunState
 from armada.executor.backends import make_backend
-from armada.executor.backends.base import Backend, PodExists, PodRequest, PodStatus
+from armada.executor.backends.base import (
+    Backend,
+    PodCreationFailed,
+    PodExists,
+    PodRequest,
+    PodStatus,
+)
 from armada.services.executors import (
     ActiveRun,
     executor_heartbeat,
@@ -32,32 +57,38 @@ from armada.services.runs import runs_apply_reports
 
 log = logging.getLogger(__name__)
 
-INTERNAL = "internal"
-POD_MISSING = "pod-missing"
+LOG_TAIL_BYTES = 64 * 1024
 
 
 @dataclass
 class TickReport:
     created: int = 0
     reported: int = 0
+    returned: int = 0
 
 
-def reports_for(run: ActiveRun, status: PodStatus | None, now: datetime) -> list[RunReport]:
-    """The reports that bring ``run`` up to ``status``, in the order the phases happened."""
-    if status is None:
-        if run.state == RunState.LEASED:
-            return []
-        return [
-            RunReport(
-                run.id,
-                RunState.FAILED,
-                now,
-                reason="PodMissing",
-                message=f"pod {run.pod_name} is no longer on the cluster",
-                failure_category=INTERNAL,
-                failure_subcategory=POD_MISSING,
-            )
-        ]
+@dataclass
+class _Deleting:
+    """A failed pod being deleted before its failure is reported."""
+
+    status: PodStatus
+    category: Categorization
+    asked_at: datetime
+    log: str
+
+
+def signals_of(status: PodStatus) -> FailureSignals:
+    return FailureSignals(
+        containers=tuple(
+            ContainerSignal(c.name, c.exit_code, c.reason, c.message) for c in status.containers
+        ),
+        conditions=frozenset(status.conditions),
+        pod_error=status.pod_error,
+    )
+
+
+def progress_reports(run: ActiveRun, status: PodStatus) -> list[RunReport]:
+    """Reports for the phases ``status`` has passed that ``run`` has not (success included)."""
     out: list[RunReport] = []
     order = [RunState.LEASED, RunState.PENDING, RunState.RUNNING]
     reached = order.index(run.state) if run.state in order else len(order)
@@ -65,7 +96,146 @@ def reports_for(run: ActiveRun, status: PodStatus | None, now: datetime) -> list
         out.append(RunReport(run.id, RunState.PENDING, status.pending_at))
     if status.running_at and reached < 2:
         out.append(RunReport(run.id, RunState.RUNNING, status.running_at))
-    if status.finished_at:
+    return out
+
+
+def failure_report(
+    run_id: str, status: PodStatus, category: Categorization, at: datetime, log_text: str | None
+) -> RunReport:
+    return RunReport(
+        run_id,
+        RunState.FAILED,
+        at,
+        exit_code=status.exit_code,
+        exit_codes=status.exit_codes,
+        reason=status.reason or "Error",
+        message=status.message or status.pod_error,
+        failure_category=category.category,
+        failure_subcategory=category.subcategory,
+        hint=category.hint,
+        log=log_text,
+    )
+
+
+def internal_failure(
+    run_id: str,
+    subcategory: str,
+    at: datetime,
+    reason: str,
+    message: str,
+    log_text: str | None = None,
+) -> RunReport:
+    return RunReport(
+        run_id,
+        RunState.FAILED,
+        at,
+        reason=reason,
+        message=message,
+        failure_category=INTERNAL,
+        failure_subcategory=subcategory,
+        log=log_text,
+    )
+
+
+class ExecutorAgent:
+    """Long-lived per worker process; ``tick`` is called by the executor's periodic task."""
+
+    def __init__(self, config: ExecutorConfig, backend: Backend | None = None) -> None:
+        self.config = config
+        if backend is None:
+            from django.conf import settings
+
+            backend = make_backend(config, settings.VAR_DIR)
+        self.backend = backend
+        self.categorizer = Categorizer(config.error_categories)
+        self.registered = False
+        self._deleting: dict[str, _Deleting] = {}
+
+    def tick(self, now: datetime) -> TickReport:
+        result = TickReport()
+        if not self.registered or not executor_heartbeat(executor_id=self.config.id, now=now):
+            executor_register(config=self.config, now=now)
+            self.registered = True
+        runs = runs_active_for_executor(executor_id=self.config.id)
+        pods = {s.name: s for s in self.backend.poll(now)}
+        reports: list[RunReport] = []
+        for run in runs:
+            if run.state == RunState.LEASED and run.pod_name not in pods:
+                reports += self._start(run, now, result)
+            elif run.state == RunState.LEASED and pods[run.pod_name].run_id != run.id:
+                reports.append(self._collision(run, pods[run.pod_name], now))
+        if result.created:
+            pods = {s.name: s for s in self.backend.poll(now)}
+        to_delete: list[str] = []
+        fresh_deletions: list[ActiveRun] = []
+        for run in runs:
+            status = pods.get(run.pod_name)
+            if status is not None and status.run_id != run.id:
+                continue  # a collision, handled above
+            reports += self._follow(run, status, now, to_delete, fresh_deletions)
+        if fresh_deletions:
+            # Deletions asked for in this tick may be done already: report those at once.
+            after = {s.name: s for s in self.backend.poll(now)}
+            for run in fresh_deletions:
+                reports += self._follow_deletion(
+                    run, after.get(run.pod_name), self._deleting[run.id], now
+                )
+        result.returned = sum(1 for r in reports if r.state == RunState.LEASE_RETURNED)
+        result.reported = runs_apply_reports(executor_id=self.config.id, reports=reports, now=now)
+        for name in to_delete:
+            self.backend.delete_pod(name, now)
+        self._stop_orphans(runs, pods, now)
+        return result
+
+    def _start(self, run: ActiveRun, now: datetime, result: TickReport) -> list[RunReport]:
+        request = PodRequest(
+            run.pod_name, run.id, run.job_id, run.node, run.pod_spec, run.annotations
+        )
+        try:
+            self.backend.create_pod(request, now)
+        except PodExists:
+            return [self._collision(run, None, now)]
+        except PodCreationFailed as exc:
+            return [
+                internal_failure(run.id, JOB_CREATION_FAILED, now, "JobCreationFailed", str(exc))
+            ]
+        result.created += 1
+        return []
+
+    def _collision(self, run: ActiveRun, existing: PodStatus | None, now: datetime) -> RunReport:
+        """The pod name is taken: return the lease and have the old pod deleted."""
+        log.warning("pod %s already exists; returning the lease of run %s", run.pod_name, run.id)
+        self.backend.delete_pod(run.pod_name, now, _grace(run.pod_spec))
+        return RunReport(
+            run.id,
+            RunState.LEASE_RETURNED,
+            now,
+            reason="PodCreationFailed",
+            message=f"pod {run.pod_name} could not be created: a pod of that name already exists",
+        )
+
+    def _follow(
+        self,
+        run: ActiveRun,
+        status: PodStatus | None,
+        now: datetime,
+        to_delete: list[str],
+        fresh_deletions: list[ActiveRun],
+    ) -> list[RunReport]:
+        deleting = self._deleting.get(run.id)
+        if deleting is not None:
+            return self._follow_deletion(run, status, deleting, now)
+        if status is None or status.lost:
+            if status is None and run.state == RunState.LEASED:
+                return []
+            message = (
+                status.pod_error if status else f"pod {run.pod_name} is no longer on the cluster"
+            )
+            return [internal_failure(run.id, POD_MISSING, now, "PodMissing", message)]
+        out = progress_reports(run, status)
+        if not status.finished_at:
+            return out
+        log_text = self.backend.read_log(status.name, LOG_TAIL_BYTES)
         if status.succeeded:
             out.append(
                 RunReport(
@@ -74,71 +244,66 @@ def reports_for(run: ActiveRun, status: PodStatus | None, now: datetime) -> list
                     status.finished_at,
                     exit_code=0,
                     exit_codes=status.exit_codes,
+                    log=log_text,
                 )
             )
-        else:
-            out.append(
-                RunReport(
+            to_delete.append(status.name)
+            return out
+        category = self.categorizer.categorize(signals_of(status))
+        if category.delete_pod:
+            self.backend.delete_pod(status.name, now, 0.0)
+            self._deleting[run.id] = _Deleting(status, category, now, log_text)
+            fresh_deletions.append(run)
+            return out
+        out.append(failure_report(run.id, status, category, status.finished_at, log_text))
+        return out
+
+    def _follow_deletion(
+        self, run: ActiveRun, status: PodStatus | None, deleting: _Deleting, now: datetime
+    ) -> list[RunReport]:
+        """Report the failure once the pod is gone, or as stuck-terminating when it stays."""
+        if status is None:
+            del self._deleting[run.id]
+            return [
+                failure_report(
                     run.id,
-                    RunState.FAILED,
-                    status.finished_at,
-                    exit_code=status.exit_code,
-                    exit_codes=status.exit_codes,
-                    reason=status.reason,
-                    message=status.message,
+                    deleting.status,
+                    deleting.category,
+                    deleting.status.finished_at or now,
+                    deleting.log,
                 )
-            )
-    return out
+            ]
+        if now - deleting.asked_at > timedelta(seconds=self.config.pod_deletion_timeout):
+            del self._deleting[run.id]
+            original = deleting.category.category or "uncategorised"
+            return [
+                internal_failure(
+                    run.id,
+                    STUCK_TERMINATING,
+                    now,
+                    "StuckTerminating",
+                    f"pod {run.pod_name} was still terminating {self.config.pod_deletion_timeout:g}s after its "
+                    f"deletion was asked for (its failure was categorised {original})",
+                    deleting.log,
+                )
+            ]
+        return []
 
-
-class ExecutorAgent:
-    """Long-lived per worker process; ``tick`` is called by the executor's periodic task."""
-
-    def __init__(self, config: ExecutorConfig, backend: Backend | None = None) -> None:
-        self.config = config
-        self.backend = backend if backend is not None else make_backend(config)
-        self.registered = False
-
-    def tick(self, now: datetime) -> TickReport:
-        result = TickReport()
-        if not self.registered or not executor_heartbeat(executor_id=self.config.id, now=now):
-            executor_register(config=self.config, now=now)
-            self.registered = True
-        runs = runs_active_for_executor(executor_id=self.config.id)
-        pods = {s.run_id: s for s in self.backend.poll(now)}
-        for run in runs:
-            if run.state == RunState.LEASED and run.id not in pods:
-                try:
-                    self.backend.create_pod(
-                        PodRequest(
-                            run.pod_name,
-                            run.id,
-                            run.job_id,
-                            run.node,
-                            run.pod_spec,
-                            run.annotations,
-                        ),
-                        now,
-                    )
-                    result.created += 1
-                except PodExists:
-                    log.warning("pod %s already exists for run %s", run.pod_name, run.id)
-        if result.created:
-            pods = {s.run_id: s for s in self.backend.poll(now)}
-        reports: list[RunReport] = []
-        ended: list[str] = []
-        for run in runs:
-            status = pods.get(run.id)
-            run_reports = reports_for(run, status, now)
-            reports.extend(run_reports)
-            if status is not None and status.finished_at:
-                ended.append(status.name)
-        result.reported = runs_apply_reports(executor_id=self.config.id, reports=reports, now=now)
-        for name in ended:
-            self.backend.delete_pod(name)
-        # Pods whose runs are no longer active here (cancelled, expired) are cleaned up too.
+    def _stop_orphans(
+        self, runs: list[ActiveRun], pods: dict[str, PodStatus], now: datetime
+    ) -> None:
+        """Pods whose runs are no longer active here: stop those still running. Finished
+        failed pods are kept (Retain); succeeded ones were deleted when reported."""
         active = {r.id for r in runs}
-        for run_id, status in pods.items():
-            if run_id not in active:
-                self.backend.delete_pod(status.name)
-        return result
+        for status in pods.values():
+            if status.run_id in active or status.deleting:
+                continue
+            if not status.finished_at:
+                self.backend.delete_pod(status.name, now, 30.0)
+        for run_id in [r for r in self._deleting if r not in active]:
+            del self._deleting[run_id]
+
+
+def _grace(pod_spec: dict) -> float:
+    value = pod_spec.get("terminationGracePeriodSeconds", 30)
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 30.0

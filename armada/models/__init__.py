@@ -4,7 +4,20 @@ from armada.models.event import Event
 from armada.models.executor import Executor, Node
 from armada.models.job import Job, Run
 from armada.models.lease import LeaderLease
+from armada.models.log import RunLog
+from armada.models.metric import MetricCounter
 from armada.models.policy import RetryPolicy
 from armada.models.queue import Queue
 
-__all__ = ["Event", "Executor", "Job", "LeaderLease", "Node", "Queue", "RetryPolicy", "Run"]
+__all__ = [
+    "Event",
+    "Executor",
+    "Job",
+    "LeaderLease",
+    "MetricCounter",
+    "Node",
+    "Queue",
+    "RetryPolicy",
+    "Run",
+    "RunLog",
+]

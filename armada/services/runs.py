@@ -1,31 +1,94 @@
 """Applying what executors report about runs: state changes, outcomes and their events.
 
-``runs_apply_reports`` takes a batch (one executor tick) and commits every change and every
-event in one transaction. Reports are idempotent: a report that would not move a run forward
-(a repeat, or one for a run that has already ended) is skipped, so an executor may resend a
-batch after a crash without harm.
+``runs_apply_reports`` takes a batch (one executor tick) and commits every change, every
+event, the failure-category counts and the logs in one transaction. Reports are
+idempotent: a report that would not move a run forward (a repeat, or one for a run that has
+already ended) is skipped, so an executor may resend a batch after a crash without harm.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 
+from django.conf import settings
 from django.db import transaction
 
 from armada.core.reports import RunReport
 from armada.core.states import JOB_STATE_FOR_RUN, EventType, JobState, RunState, run_can_move
-from armada.models import Job, Run
+from armada.models import Job, Run, RunLog
 from armada.services.bulk import bulk_update_fields
+from armada.services.counters import counters_add, tally
 from armada.services.events import NewEvent, events_append
-from armada.services.failures import failure_verdict
+from armada.services.failures import failure_verdict, lease_return_verdict
+
+FAILURE_CATEGORY_COUNTER = "armada_executor_job_failure_category_total"
+LOG_LIMIT = 64 * 1024
 
 _EVENT_FOR_STATE = {
     RunState.PENDING: EventType.PENDING,
     RunState.RUNNING: EventType.RUNNING,
     RunState.SUCCEEDED: EventType.SUCCEEDED,
-    RunState.FAILED: EventType.FAILED,
 }
+RUN_FIELDS = [
+    "state",
+    "pending_at",
+    "running_at",
+    "finished_at",
+    "exit_code",
+    "reason",
+    "message",
+    "failure_category",
+    "failure_subcategory",
+    "hint",
+    "retryable",
+    "decision",
+]
+JOB_FIELDS = [
+    "state",
+    "last_transition_at",
+    "terminal_reason",
+    "terminal_message",
+    "failure_category",
+    "failure_subcategory",
+    "failure_count",
+    "lease_return_count",
+]
+
+
+@dataclass
+class Changes:
+    """What one transaction writes: rows, events, counts."""
+
+    runs: dict[str, Run] = field(default_factory=dict)
+    jobs: dict[str, Job] = field(default_factory=dict)
+    events: list[NewEvent] = field(default_factory=list)
+    failure_labels: list[dict[str, str]] = field(default_factory=list)
+
+    def event(self, type_: EventType, run: Run, job: Job, at: datetime, **payload) -> None:
+        self.events.append(
+            NewEvent(
+                type_,
+                queue=job.queue_id,
+                job_set=job.job_set,
+                job_id=job.id,
+                run_id=run.id,
+                created=at,
+                payload=payload,
+            )
+        )
+
+    def touch(self, run: Run, job: Job) -> None:
+        self.runs[run.id] = run
+        self.jobs[job.id] = job
+
+    def write(self) -> None:
+        bulk_update_fields(list(self.runs.values()), RUN_FIELDS)
+        bulk_update_fields(list(self.jobs.values()), JOB_FIELDS)
+        events_append(events=self.events)
+        if self.failure_labels:
+            counters_add(name=FAILURE_CATEGORY_COUNTER, increments=tally(*self.failure_labels))
 
 
 def runs_apply_reports(*, executor_id: str, reports: Sequence[RunReport], now: datetime) -> int:
@@ -34,6 +97,7 @@ def runs_apply_reports(*, executor_id: str, reports: Sequence[RunReport], now: d
         return 0
     run_ids = list(dict.fromkeys(r.run_id for r in reports))
     applied = 0
+    max_retries = settings.ARMADA.scheduling.max_retries
     with transaction.atomic():
         runs = {
             r.id: r
@@ -41,105 +105,154 @@ def runs_apply_reports(*, executor_id: str, reports: Sequence[RunReport], now: d
             .select_related("job")
             .filter(id__in=run_ids, executor=executor_id)
         }
-        events: list[NewEvent] = []
-        changed_runs: dict[str, Run] = {}
-        changed_jobs: dict[str, Job] = {}
+        changes = Changes()
+        logs: dict[str, RunReport] = {}
         for report in reports:
             run = runs.get(report.run_id)
+            if report.log is not None and run is not None:
+                logs[run.id] = report
             if run is None or not run_can_move(RunState(run.state), report.state):
                 continue
-            job = run.job
             applied += 1
-            _apply(run, report)
-            changed_runs[run.id] = run
-            event_payload = {"cluster": run.executor, "node": run.node, "podName": run.pod_name}
-            if report.state == RunState.FAILED:
-                event_payload.update(_failure_payload(run, job, report))
-            elif job.state not in {s.value for s in JobState if s.terminal}:
-                job.state = JOB_STATE_FOR_RUN[report.state]
-                job.last_transition_at = report.at
-            changed_jobs[job.id] = job
-            events.append(
-                NewEvent(
-                    _EVENT_FOR_STATE[report.state],
-                    queue=job.queue_id,
-                    job_set=job.job_set,
-                    job_id=job.id,
-                    run_id=run.id,
-                    created=report.at,
-                    payload=event_payload,
+            job = run.job
+            changes.touch(run, job)
+            if report.state == RunState.LEASE_RETURNED:
+                _lease_returned(run, job, report, changes, max_retries)
+            elif report.state == RunState.FAILED:
+                _finish(run, report)
+                run_failed(
+                    run=run, job=job, at=report.at, changes=changes, exit_codes=report.exit_codes
                 )
-            )
-        bulk_update_fields(
-            list(changed_runs.values()),
-            [
-                "state",
-                "pending_at",
-                "running_at",
-                "finished_at",
-                "exit_code",
-                "reason",
-                "message",
-                "failure_category",
-                "failure_subcategory",
-                "hint",
-                "retryable",
-                "decision",
-            ],
-        )
-        bulk_update_fields(
-            list(changed_jobs.values()),
-            [
-                "state",
-                "last_transition_at",
-                "terminal_reason",
-                "terminal_message",
-                "failure_category",
-                "failure_subcategory",
-                "failure_count",
-            ],
-        )
-        events_append(events=events)
+            else:
+                _advance(run, job, report, changes)
+        changes.write()
+        _save_logs(logs, now)
     return applied
 
 
-def _apply(run: Run, report: RunReport) -> None:
+def _advance(run: Run, job: Job, report: RunReport, changes: Changes) -> None:
     run.state = report.state
     if report.state == RunState.PENDING:
         run.pending_at = report.at
     elif report.state == RunState.RUNNING:
         run.running_at = report.at
     else:
-        run.finished_at = report.at
-        run.exit_code = report.exit_code
-        run.reason = report.reason
-        run.message = report.message
-        run.failure_category = report.failure_category
-        run.failure_subcategory = report.failure_subcategory
-        run.hint = report.hint
+        _finish(run, report)
+    if not JobState(job.state).terminal:
+        job.state = JOB_STATE_FOR_RUN[report.state]
+        job.last_transition_at = report.at
+    payload = {"cluster": run.executor, "node": run.node, "podName": run.pod_name}
+    if report.state == RunState.SUCCEEDED:
+        payload["exitCodes"] = report.exit_codes
+    changes.event(_EVENT_FOR_STATE[report.state], run, job, report.at, **payload)
 
 
-def _failure_payload(run: Run, job: Job, report: RunReport) -> dict:
-    """Record the failure on the job, ask for a verdict, and describe it for the event."""
+def _finish(run: Run, report: RunReport) -> None:
+    run.finished_at = report.at
+    run.exit_code = report.exit_code
+    run.reason = report.reason
+    run.message = report.message
+    run.failure_category = report.failure_category
+    run.failure_subcategory = report.failure_subcategory
+    run.hint = report.hint
+
+
+def run_failed(
+    *, run: Run, job: Job, at: datetime, changes: Changes, exit_codes: dict[str, int] | None = None
+) -> None:
+    """A genuine failure (the run's outcome fields already set): count it, ask for a verdict,
+    and record the job's next state and the ``failed`` event."""
+    run.state = RunState.FAILED
     job.failure_count = (job.failure_count or 0) + 1
-    verdict = failure_verdict(job=job, report=report)
+    verdict = failure_verdict(
+        job=job, category=run.failure_category, subcategory=run.failure_subcategory
+    )
     run.retryable = verdict.retry
     run.decision = verdict.decision
     if verdict.retry:
         job.state = JobState.QUEUED
     else:
         job.state = JobState.FAILED
-        job.terminal_reason = report.reason
-        job.terminal_message = report.message
-        job.failure_category = report.failure_category
-        job.failure_subcategory = report.failure_subcategory
+        job.terminal_reason = run.reason
+        job.terminal_message = run.message
+        job.failure_category = run.failure_category
+        job.failure_subcategory = run.failure_subcategory
+    job.last_transition_at = at
+    changes.failure_labels.append(
+        {"failure_category": run.failure_category, "failure_subcategory": run.failure_subcategory}
+    )
+    changes.event(
+        EventType.FAILED,
+        run,
+        job,
+        at,
+        cluster=run.executor,
+        node=run.node,
+        podName=run.pod_name,
+        retryable=verdict.retry,
+        failure_category=run.failure_category,
+        failure_subcategory=run.failure_subcategory,
+        reason=run.reason,
+        message=run.message,
+        hint=run.hint,
+        exitCode=run.exit_code,
+        exitCodes=exit_codes or {},
+    )
+
+
+def _lease_returned(
+    run: Run, job: Job, report: RunReport, changes: Changes, max_retries: int
+) -> None:
+    """The run never started; the job goes back to the queue unless the legacy limit is hit."""
+    run.state = RunState.LEASE_RETURNED
+    run.finished_at = report.at
+    run.reason = report.reason
+    run.message = report.message
+    job.lease_return_count = (job.lease_return_count or 0) + 1
     job.last_transition_at = report.at
-    return {
-        "retryable": verdict.retry,
-        "failure_category": report.failure_category,
-        "failure_subcategory": report.failure_subcategory,
-        "reason": report.reason,
-        "message": report.message,
-        "exitCodes": report.exit_codes,
-        "exitCode": report.exit_code,
-    }
+    changes.event(
+        EventType.LEASE_RETURNED,
+        run,
+        job,
+        report.at,
+        cluster=run.executor,
+        node=run.node,
+        reason=report.reason,
+        message=report.message,
+    )
+    verdict = lease_return_verdict(job=job, max_retries=max_retries)
+    if verdict.requeue:
+        job.state = JobState.QUEUED
+        changes.event(EventType.QUEUED, run, job, report.at)
+        return
+    job.state = JobState.FAILED
+    job.terminal_reason = verdict.reason
+    job.terminal_message = verdict.message
+    job.failure_category = verdict.category
+    job.failure_subcategory = verdict.subcategory
+    changes.failure_labels.append(
+        {"failure_category": verdict.category, "failure_subcategory": verdict.subcategory}
+    )
+    changes.event(
+        EventType.FAILED,
+        run,
+        job,
+        report.at,
+        cluster=run.executor,
+        node=run.node,
+        retryable=False,
+        failure_category=verdict.category,
+        failure_subcategory=verdict.subcategory,
+        reason=verdict.reason,
+        message=verdict.message,
+    )
+
+
+def _save_logs(reports: dict[str, RunReport], now: datetime) -> None:
+    for run_id, report in reports.items():
+        text = report.log or ""
+        truncated = len(text) > LOG_LIMIT
+        RunLog.objects.update_or_create(
+            run_id=run_id,
+            defaults={"text": text[-LOG_LIMIT:], "truncated": truncated, "updated_at": now},
+        )

@@ -1,8 +1,9 @@
 """The scheduling cycle: load a snapshot, ask the core where jobs go, write the leases.
 
-snapshot -> ``core.scheduling.schedule_round`` (per pool) -> one transaction that creates
-the runs, moves the jobs to leased (guarded: only jobs still queued) and appends the
-``leased`` events. Only one cycle runs at a time, under the ``scheduler`` leader lease.
+First the runs of lost executors are expired (``services.expiry``). Then: snapshot ->
+``core.scheduling.schedule_round`` (per pool) -> one transaction that creates the runs,
+moves the jobs to leased (guarded: only jobs still queued) and appends the ``leased``
+events. Only one cycle runs at a time, under the ``scheduler`` leader lease.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from armada.core.scheduling import (
 from armada.core.states import EventType, JobState, RunState
 from armada.models import Executor, Job, Node, Queue, Run
 from armada.services.events import NewEvent, events_append
+from armada.services.expiry import runs_expire
 from armada.services.ids import new_id
 from armada.services.leader import leader_acquire
 
@@ -45,6 +47,7 @@ class CycleReport:
     ran: bool = True
     considered: int = 0
     leased: int = 0
+    expired: int = 0
     unschedulable: dict[str, str] = field(default_factory=dict)
 
 
@@ -121,10 +124,11 @@ def scheduler_cycle(*, now: datetime) -> CycleReport:
     ttl = timedelta(seconds=max(30.0, config.scheduling.cycle_period * 10))
     if not leader_acquire(name=LEADER_NAME, holder=HOLDER, now=now, ttl=ttl):
         return CycleReport(ran=False)
+    expired = runs_expire(now=now)
     classes = config.scheduling.priority_classes
     max_leases = config.scheduling.maximum_jobs_per_round
     jobs = _load_queued_jobs(limit=max_leases * 10)
-    report = CycleReport(considered=len(jobs))
+    report = CycleReport(considered=len(jobs), expired=expired)
     leases = []
     remaining = dict(jobs)
     for pool in config.scheduling.pools:

@@ -11,6 +11,7 @@ import yaml
 from armada.core.config import (
     PERMISSION_CODENAMES,
     ArmadaConfig,
+    ErrorCategories,
     Executor,
     NodeGroup,
     PriorityClass,
@@ -199,6 +200,30 @@ def test_error_category_rule_with_one_matcher_is_valid(rule):
     assert cfg.executors[0].error_categories.categories[0].rules[0].model_dump(exclude_none=True)
 
 
+@pytest.mark.parametrize(
+    "data",
+    [
+        with_categories(
+            category("internal", {"onConditions": ["Evicted"], "subcategory": "eviction"})
+        ),
+        with_categories(
+            category("infra", {"onConditions": ["Evicted"], "subcategory": "pod-missing"})
+        ),
+        with_categories(defaultCategory="internal", defaultSubcategory="unmatched"),
+        with_categories(defaultCategory="unknown", defaultSubcategory="lease-expired"),
+    ],
+    ids=[
+        "internal-own-subcategory",
+        "reserved-name-in-other-category",
+        "internal-default-own-subcategory",
+        "reserved-name-as-other-default",
+    ],
+)
+def test_only_internal_built_in_pairs_are_reserved(data):
+    # Only category internal with a built-in subcategory is the control plane's own label.
+    assert parse_config(data).executors[0].error_categories
+
+
 # --- the shipped file -------------------------------------------------------------------------
 
 
@@ -218,13 +243,22 @@ def test_shipped_config_file_loads_and_validates():
 
 
 def test_shipped_config_file_shows_the_defaults():
-    """The file says "Every key is shown with its default": apart from its executor it is {}."""
+    """The file shows every key with its default; its executor is an example (nodes and the
+    shipped error categories), otherwise at its defaults too."""
     data = yaml.safe_load(CONFIG_FILE.read_text())
     cfg = parse_config(data)
     defaults = parse_config({})
     assert cfg.model_copy(update={"executors": []}) == defaults
     local = cfg.executor("local")
-    assert local.model_copy(update={"nodes": []}) == Executor(id="local")
+    assert local.model_copy(
+        update={"nodes": [], "error_categories": ErrorCategories()}
+    ) == Executor(id="local")
+    assert [c.name for c in local.error_categories.categories] == [
+        "oom",
+        "gpu",
+        "internal",
+        "user-error",
+    ]
 
 
 # --- errors -----------------------------------------------------------------------------------
@@ -503,8 +537,35 @@ ERROR_CASES = [
     (
         "duplicate-category-names",
         with_categories(category("b"), category("a"), category("b")),
-        "executors[0].errorCategories",
-        "duplicate category name(s): b",
+        "executors[0].errorCategories.categories[2].name",
+        "duplicate category name 'b' (also categories[0])",
+    ),
+    (
+        "category-rule-empty-container-name",
+        with_categories(
+            category("c"), category("d", {"onConditions": ["OOMKilled"], "containerName": ""})
+        ),
+        "executors[0].errorCategories.categories[1].rules[0].containerName",
+        "at least 1 character",
+    ),
+    (
+        "internal-rule-with-reserved-subcategory",
+        with_categories(
+            category("oom"),
+            category(
+                "internal",
+                {"onPodError": {"pattern": "lost"}, "subcategory": "node-failure"},
+                {"onPodError": {"pattern": "gone"}, "subcategory": "pod-missing"},
+            ),
+        ),
+        "executors[0].errorCategories.categories[1].rules[1].subcategory",
+        "internal / pod-missing is reserved for failures the control plane labels itself",
+    ),
+    (
+        "internal-default-with-reserved-subcategory",
+        with_categories(defaultCategory="internal", defaultSubcategory="lease-expired"),
+        "executors[0].errorCategories.defaultSubcategory",
+        "internal / lease-expired is reserved",
     ),
     (
         "unknown-permission",

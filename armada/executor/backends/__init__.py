@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from armada.core.config import Executor as ExecutorConfig
 from armada.executor.backends.base import Backend
 from armada.executor.backends.fake import FakeBackend
 
 
-def make_backend(config: ExecutorConfig) -> Backend:
+def state_dir_for(config: ExecutorConfig, var_dir: Path) -> Path:
+    return Path(config.state_dir) if config.state_dir else var_dir / "executors" / config.id
+
+
+def make_backend(config: ExecutorConfig, var_dir: Path) -> Backend:
     if config.backend == "fake":
         return FakeBackend()
+    if config.backend == "local":
+        from armada.executor.backends.local import LocalBackend
+
+        return LocalBackend(state_dir_for(config, var_dir), executor_id=config.id)
     raise ValueError(f"executors[{config.id}].backend: unknown backend {config.backend!r}")

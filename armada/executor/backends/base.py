@@ -1,14 +1,28 @@
-"""The small interface every executor backend implements."""
+"""The small interface every executor backend implements.
+
+A backend runs pods and tells what became of them; it decides nothing. The agent
+(``executor.agent``) turns what ``poll`` returns into reports, categorises failures and asks
+for deletions. Every method is idempotent where the name suggests it should be: deleting a
+pod twice, or a pod that is gone, is not an error.
+
+Pod names are ``armada-<jobId>-0`` for every attempt of a job, so a pod kept from an earlier
+attempt makes ``create_pod`` raise :class:`PodExists` (Kubernetes' AlreadyExists).
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
 
 class PodExists(Exception):
-    """A pod of that name exists already (Kubernetes' AlreadyExists): a recoverable submit error."""
+    """A pod of that name exists already (AlreadyExists): a recoverable submit error."""
+
+
+class PodCreationFailed(Exception):
+    """The backend could not create the pod for a reason that another attempt will not cure
+    (for example a spec it cannot run); reported as internal / job-creation-failed."""
 
 
 @dataclass(frozen=True)
@@ -22,8 +36,26 @@ class PodRequest:
 
 
 @dataclass(frozen=True)
+class ContainerResult:
+    """How one container ended. ``reason`` as Kubernetes spells it: Completed, Error,
+    OOMKilled, DeadlineExceeded, ...; ``message`` is its termination message."""
+
+    name: str
+    exit_code: int | None
+    reason: str = ""
+    message: str = ""
+
+
+@dataclass(frozen=True)
 class PodStatus:
-    """Where a pod has got to. Timestamps are set for every phase it has passed through."""
+    """Where a pod has got to. Timestamps are set for every phase it has passed through.
+
+    ``conditions`` are pod-level signals (``Evicted``, ``DeadlineExceeded``; ``OOMKilled``
+    when a container was OOM-killed); ``pod_error`` says why a pod failed without its
+    containers running to an end (an image that cannot be pulled, a lost node).
+    ``deleting`` is set once deletion was asked for and the pod is not gone yet. ``lost``
+    means the backend lost the pod's processes and cannot tell how it ended.
+    """
 
     name: str
     run_id: str
@@ -31,20 +63,40 @@ class PodStatus:
     running_at: datetime | None = None
     finished_at: datetime | None = None
     succeeded: bool = False
-    exit_code: int | None = None
-    exit_codes: dict[str, int] = field(default_factory=dict)
+    containers: tuple[ContainerResult, ...] = ()
+    conditions: tuple[str, ...] = ()
     reason: str = ""
     message: str = ""
-    condition: str = ""
     pod_error: str = ""
+    deleting: bool = False
+    lost: bool = False
+
+    @property
+    def exit_code(self) -> int | None:
+        """The first non-zero container exit code, else 0 when all exited, else None."""
+        codes = [c.exit_code for c in self.containers if c.exit_code is not None]
+        nonzero = [c for c in codes if c != 0]
+        if nonzero:
+            return nonzero[0]
+        return 0 if codes else None
+
+    @property
+    def exit_codes(self) -> dict[str, int]:
+        return {c.name: c.exit_code for c in self.containers if c.exit_code is not None}
 
 
 class Backend(Protocol):
     def create_pod(self, pod: PodRequest, now: datetime) -> None:
-        """Create the pod; raises PodExists when the name is taken."""
+        """Create and start the pod; raises PodExists when the name is taken."""
 
     def poll(self, now: datetime) -> list[PodStatus]:
-        """The status of every pod this backend knows."""
+        """The status of every pod this backend knows, including those being deleted."""
 
-    def delete_pod(self, name: str) -> None:
-        """Delete the pod; deleting a missing pod is not an error."""
+    def delete_pod(self, name: str, now: datetime, grace_seconds: float = 0.0) -> None:
+        """Ask for the pod to go: running containers are stopped (SIGTERM, then SIGKILL
+        after ``grace_seconds``) and the pod is removed. Returns at once; ``poll`` shows it
+        with ``deleting`` until it is gone."""
+
+    def read_log(self, name: str, limit_bytes: int = 1_000_000) -> str:
+        """The pod's log (stdout and stderr), at most the last ``limit_bytes``; empty when
+        the pod is unknown."""

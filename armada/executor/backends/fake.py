@@ -1,8 +1,9 @@
 """A simulated cluster: pods finish after a time and with the outcome the job asks for.
 
 Cheap enough for thousands of nodes and pods: a pod is a few fields, and its status is
-computed from its creation time, the asked-for outcome and ``now``. See ``core.fakepod`` for
-the annotations.
+computed from its creation time, the asked-for outcome (``core.fakepod``) and ``now``.
+Pods live in the executor process, as a real cluster lives outside it: a restarted executor
+finds none, and the agent reports their runs as internal / pod-missing.
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from armada.core.fakepod import FakeOutcome, parse_fake_outcome
-from armada.executor.backends.base import PodExists, PodRequest, PodStatus
+from armada.executor.backends.base import ContainerResult, PodExists, PodRequest, PodStatus
+
+OOM_EXIT_CODE = 137
 
 
 @dataclass
@@ -19,6 +22,70 @@ class _FakePod:
     request: PodRequest
     created_at: datetime
     outcome: FakeOutcome
+    delete_at: datetime | None = None
+
+
+def _status(pod: _FakePod, now: datetime) -> PodStatus:
+    o = pod.outcome
+    container = (pod.request.pod_spec.get("containers") or [{}])[0].get("name", "main")
+    running_at = pod.created_at + timedelta(seconds=o.pending_seconds)
+    finished_at = running_at + timedelta(seconds=o.duration_seconds)
+    base = {
+        "name": pod.request.name,
+        "run_id": pod.request.run_id,
+        "pending_at": pod.created_at,
+        "deleting": pod.delete_at is not None,
+    }
+    if o.pod_error:
+        if now < running_at:
+            return PodStatus(**base)
+        return PodStatus(
+            **base,
+            finished_at=running_at,
+            reason="PodError",
+            message=o.pod_error,
+            pod_error=o.pod_error,
+        )
+    if now < running_at:
+        return PodStatus(**base)
+    if now < finished_at:
+        return PodStatus(**base, running_at=running_at)
+    if o.node_lost:
+        message = f"node {pod.request.node} was lost while the pod ran"
+        return PodStatus(
+            **base,
+            running_at=running_at,
+            finished_at=finished_at,
+            reason="NodeLost",
+            message=message,
+            pod_error=message,
+        )
+    if o.succeeds:
+        result = ContainerResult(container, 0, "Completed", o.termination_message)
+        return PodStatus(
+            **base,
+            running_at=running_at,
+            finished_at=finished_at,
+            succeeded=True,
+            containers=(result,),
+        )
+    exit_code = o.exit_code or (OOM_EXIT_CODE if o.condition == "OOMKilled" else None)
+    if o.condition in ("Evicted", "DeadlineExceeded"):
+        exit_code = o.exit_code or 143
+    reason = o.condition or "Error"
+    message = o.termination_message or (o.log.strip().splitlines() or [""])[-1]
+    result = ContainerResult(
+        container, exit_code, "OOMKilled" if o.condition == "OOMKilled" else "Error", message
+    )
+    return PodStatus(
+        **base,
+        running_at=running_at,
+        finished_at=finished_at,
+        containers=(result,),
+        conditions=(o.condition,) if o.condition else (),
+        reason=reason,
+        message=message or f"container {container} exited with code {exit_code}",
+    )
 
 
 class FakeBackend:
@@ -31,56 +98,23 @@ class FakeBackend:
         outcome, _ = parse_fake_outcome(pod.annotations)
         self._pods[pod.name] = _FakePod(pod, now, outcome)
 
-    def delete_pod(self, name: str) -> None:
-        self._pods.pop(name, None)
+    def delete_pod(self, name: str, now: datetime, grace_seconds: float = 0.0) -> None:
+        pod = self._pods.get(name)
+        if pod is not None and pod.delete_at is None:
+            pod.delete_at = now + timedelta(seconds=pod.outcome.deletion_seconds)
+            self._forget_deleted(now)
 
     def poll(self, now: datetime) -> list[PodStatus]:
-        return [self._status(p, now) for p in self._pods.values()]
+        self._forget_deleted(now)
+        return [_status(p, now) for p in self._pods.values()]
 
-    def _status(self, pod: _FakePod, now: datetime) -> PodStatus:
-        o = pod.outcome
-        pending_at = pod.created_at
-        running_at = pending_at + timedelta(seconds=o.pending_seconds)
-        container = (pod.request.pod_spec.get("containers") or [{}])[0].get("name", "main")
-        base = {"name": pod.request.name, "run_id": pod.request.run_id, "pending_at": pending_at}
-        if o.pod_error:
-            if now < running_at:
-                return PodStatus(**base)
-            return PodStatus(
-                **base,
-                finished_at=running_at,
-                reason="PodError",
-                message=o.pod_error,
-                pod_error=o.pod_error,
-            )
-        if now < running_at:
-            return PodStatus(**base)
-        finished_at = running_at + timedelta(seconds=o.duration_seconds)
-        if now < finished_at:
-            return PodStatus(**base, running_at=running_at)
-        if o.succeeds:
-            return PodStatus(
-                **base,
-                running_at=running_at,
-                finished_at=finished_at,
-                succeeded=True,
-                exit_code=0,
-                exit_codes={container: 0},
-            )
-        exit_code = o.exit_code
-        if o.condition == "OOMKilled" and not exit_code:
-            exit_code = 137
-        reason = o.condition or "Error"
-        message = o.termination_message or (
-            f"container {container} exited with code {exit_code}" if exit_code else reason
-        )
-        return PodStatus(
-            **base,
-            running_at=running_at,
-            finished_at=finished_at,
-            exit_code=exit_code,
-            exit_codes={container: exit_code} if exit_code is not None else {},
-            reason=reason,
-            message=message,
-            condition=o.condition,
-        )
+    def read_log(self, name: str, limit_bytes: int = 1_000_000) -> str:
+        pod = self._pods.get(name)
+        if pod is None:
+            return ""
+        return pod.outcome.log[-limit_bytes:]
+
+    def _forget_deleted(self, now: datetime) -> None:
+        gone = [n for n, p in self._pods.items() if p.delete_at is not None and p.delete_at <= now]
+        for name in gone:
+            del self._pods[name]

@@ -1,0 +1,51 @@
+"""Counters kept in the database (see ``models.MetricCounter``).
+
+``counters_add`` runs in the caller's transaction, so a counted change and its count commit
+together: a crash loses neither alone.
+"""
+
+from __future__ import annotations
+
+from collections import Counter as _Tally
+from collections.abc import Mapping
+
+from django.db import transaction
+from django.db.models import F
+
+from armada.models import MetricCounter
+
+
+def labels_key(labels: Mapping[str, str]) -> str:
+    return ",".join(f"{k}={labels[k]}" for k in sorted(labels))
+
+
+def counters_add(*, name: str, increments: Mapping[tuple[tuple[str, str], ...], int]) -> None:
+    """Add to counter ``name``; ``increments`` maps label tuples ``(("k", "v"), ...)`` to amounts."""
+    for label_items, amount in sorted(increments.items()):
+        if not amount:
+            continue
+        labels = dict(label_items)
+        key = labels_key(labels)
+        with transaction.atomic():
+            updated = MetricCounter.objects.filter(name=name, labels_key=key).update(
+                value=F("value") + amount
+            )
+            if not updated:
+                _, created = MetricCounter.objects.get_or_create(
+                    name=name, labels_key=key, defaults={"labels": labels, "value": amount}
+                )
+                if not created:
+                    MetricCounter.objects.filter(name=name, labels_key=key).update(
+                        value=F("value") + amount
+                    )
+
+
+def tally(*label_dicts: Mapping[str, str]) -> dict[tuple[tuple[str, str], ...], int]:
+    """Count identical label sets: ``tally({"a": "x"}, {"a": "x"}) == {(("a", "x"),): 2}``."""
+    return dict(_Tally(tuple(sorted(d.items())) for d in label_dicts))
+
+
+def counter_values(*, name: str) -> list[tuple[dict[str, str], int]]:
+    return [
+        (c.labels, c.value) for c in MetricCounter.objects.filter(name=name).order_by("labels_key")
+    ]

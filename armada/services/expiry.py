@@ -1,0 +1,62 @@
+"""Lease expiry: runs on executors that stopped heart-beating are failed by the scheduler.
+
+An executor silent for longer than ``executorTimeout`` is taken as lost. Each of its runs
+that has not ended becomes ``lease_expired`` and counts as a genuine failure of category
+internal / lease-expired: the job's verdict is asked exactly as for a failed pod, without
+the executor's steps (the pod cannot be reached). Runs, jobs and events commit together.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+
+from armada.core.categorizer import INTERNAL, LEASE_EXPIRED
+from armada.core.states import EventType, RunState
+from armada.models import Executor, Run
+from armada.services.runs import Changes, run_failed
+
+ACTIVE = [RunState.LEASED, RunState.PENDING, RunState.RUNNING]
+
+
+def runs_expire(*, now: datetime) -> int:
+    """Expire the runs of lost executors; returns how many runs were expired."""
+    cutoff = now - timedelta(seconds=settings.ARMADA.executor_timeout)
+    lost = list(
+        Executor.objects.filter(last_heartbeat__lt=cutoff).values_list("id", "last_heartbeat")
+    )
+    known = Executor.objects.values_list("id", flat=True)
+    if not lost and not Run.objects.filter(state__in=ACTIVE).exclude(executor__in=known).exists():
+        return 0
+    lost_ids = [executor_id for executor_id, _ in lost]
+    with transaction.atomic():
+        runs = list(
+            Run.objects.select_for_update()
+            .select_related("job")
+            .filter(state__in=ACTIVE)
+            .filter(Q(executor__in=lost_ids) | ~Q(executor__in=known))
+            .order_by("leased_at", "id")
+        )
+        changes = Changes()
+        for run in runs:
+            job = run.job
+            changes.touch(run, job)
+            run.state = RunState.LEASE_EXPIRED
+            run.finished_at = now
+            run.reason = "LeaseExpired"
+            run.message = (
+                f"executor {run.executor} sent no heartbeat for more than "
+                f"{settings.ARMADA.executor_timeout:g}s"
+            )
+            run.failure_category = INTERNAL
+            run.failure_subcategory = LEASE_EXPIRED
+            changes.event(
+                EventType.LEASE_EXPIRED, run, job, now, cluster=run.executor, node=run.node
+            )
+            run_failed(run=run, job=job, at=now, changes=changes)
+            run.state = RunState.LEASE_EXPIRED  # run_failed marks it failed; it expired
+        changes.write()
+    return len(runs)
