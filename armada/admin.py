@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from armada.models import Event, Executor, Job, Node, Queue, RetryPolicy, Run
+from armada.models import Event, Executor, Job, Node, Queue, RetryPolicy, Run, RunLog
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -91,8 +91,20 @@ class JobAdmin(ReadOnlyAdmin):
     show_full_result_count = False
 
 
+class RunLogInline(admin.StackedInline):
+    model = RunLog
+    extra = 0
+    can_delete = False
+    fields = ("text", "truncated", "updated_at")
+    readonly_fields = fields
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+
 @admin.register(Run)
 class RunAdmin(ReadOnlyAdmin):
+    inlines = [RunLogInline]
     list_display = (
         "id",
         "job",

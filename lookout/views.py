@@ -1,17 +1,21 @@
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseForbidden
 from django.shortcuts import render
 
 from armada.core.states import JobState
-from lookout.queries import jobs_page
+from armada.services.errors import NotFound, PermissionDenied
+from armada.services.jobs import job_get
+from lookout.queries import jobs_page, runs_with_logs
 
 
 @login_required
 def jobs(request: HttpRequest) -> HttpResponse:
     filters = {k: request.GET.get(k, "").strip() for k in ("queue", "job_set", "state")}
-    rows, next_cursor = jobs_page(before=request.GET.get("before", ""), **filters)
+    rows, next_cursor = jobs_page(
+        actor=request.user, before=request.GET.get("before", ""), **filters
+    )
     return render(
         request,
         "lookout/jobs.html",
@@ -22,3 +26,14 @@ def jobs(request: HttpRequest) -> HttpResponse:
             "states": [s.value for s in JobState],
         },
     )
+
+
+@login_required
+def job_detail(request: HttpRequest, job_id: str) -> HttpResponse:
+    try:
+        job = job_get(actor=request.user, job_id=job_id)
+    except NotFound as exc:
+        raise Http404(str(exc)) from None
+    except PermissionDenied as exc:
+        return HttpResponseForbidden(str(exc))
+    return render(request, "lookout/job.html", {"job": job, "runs": runs_with_logs(job=job)})

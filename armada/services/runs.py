@@ -79,6 +79,32 @@ class Changes:
             )
         )
 
+    def failed_event(
+        self,
+        run: Run,
+        job: Job,
+        at: datetime,
+        *,
+        retryable: bool,
+        category: str,
+        subcategory: str,
+        **extra,
+    ) -> None:
+        """The ``failed`` event: where it ran, whether it will be retried, and why it failed."""
+        self.event(
+            EventType.FAILED,
+            run,
+            job,
+            at,
+            cluster=run.executor,
+            node=run.node,
+            podName=run.pod_name,
+            retryable=retryable,
+            failure_category=category,
+            failure_subcategory=subcategory,
+            **extra,
+        )
+
     def touch(self, run: Run, job: Job) -> None:
         self.runs[run.id] = run
         self.jobs[job.id] = job
@@ -181,17 +207,13 @@ def run_failed(
     changes.failure_labels.append(
         {"failure_category": run.failure_category, "failure_subcategory": run.failure_subcategory}
     )
-    changes.event(
-        EventType.FAILED,
+    changes.failed_event(
         run,
         job,
         at,
-        cluster=run.executor,
-        node=run.node,
-        podName=run.pod_name,
         retryable=verdict.retry,
-        failure_category=run.failure_category,
-        failure_subcategory=run.failure_subcategory,
+        category=run.failure_category,
+        subcategory=run.failure_subcategory,
         reason=run.reason,
         message=run.message,
         hint=run.hint,
@@ -233,16 +255,13 @@ def _lease_returned(
     changes.failure_labels.append(
         {"failure_category": verdict.category, "failure_subcategory": verdict.subcategory}
     )
-    changes.event(
-        EventType.FAILED,
+    changes.failed_event(
         run,
         job,
         report.at,
-        cluster=run.executor,
-        node=run.node,
         retryable=False,
-        failure_category=verdict.category,
-        failure_subcategory=verdict.subcategory,
+        category=verdict.category,
+        subcategory=verdict.subcategory,
         reason=verdict.reason,
         message=verdict.message,
     )

@@ -35,3 +35,53 @@ def test_keyset_pagination_walks_every_job_once(client, admin_user, queue, owner
     assert second.context["next_cursor"] == ""
     all_seen = [j.id for j in seen] + [j.id for j in second.context["jobs"]]
     assert all_seen == sorted(ids, reverse=True)
+
+
+def test_job_page_shows_runs_with_category_hint_and_log(client, admin_user, queue, owner):
+    from armada.models import Run, RunLog
+    from tests.conftest import at
+
+    [job_id] = job_submit(actor=owner, data=job_file(), now=T0)
+    Run.objects.create(
+        id="01run",
+        job_id=job_id,
+        executor="ex",
+        node="n-1",
+        pool="default",
+        state="failed",
+        leased_at=at(1),
+        finished_at=at(5),
+        exit_code=137,
+        reason="OOMKilled",
+        failure_category="oom",
+        hint="ask for more memory",
+        retryable=False,
+    )
+    RunLog.objects.create(run_id="01run", text="allocating\nKilled\n", updated_at=at(5))
+    client.force_login(admin_user)
+    page = client.get(f"/jobs/{job_id}")
+    assert page.status_code == 200
+    html = page.content.decode()
+    for text in ("OOMKilled", "oom", "ask for more memory", "allocating\nKilled", "n-1", "137"):
+        assert text in html
+    assert f'href="/jobs/{job_id}"' in client.get("/").content.decode()
+
+
+def test_job_page_refuses_people_who_may_not_watch_the_queue(client, outsider, queue, owner):
+    [job_id] = job_submit(actor=owner, data=job_file(), now=T0)
+    client.force_login(outsider)
+    assert client.get(f"/jobs/{job_id}").status_code == 403
+    assert client.get("/jobs/nope").status_code == 404
+
+
+def test_the_job_list_shows_only_queues_the_viewer_may_watch(
+    client, owner, outsider, queue, admin_user
+):
+    from armada.services.queues import queue_create
+
+    queue_create(actor=admin_user, data={"name": "other", "owners": [outsider.username]}, now=T0)
+    mine = job_submit(actor=owner, data=job_file(), now=T0)[0]
+    theirs = job_submit(actor=outsider, data=job_file(queue="other"), now=T0)[0]
+    client.force_login(owner)
+    html = client.get("/").content.decode()
+    assert mine in html and theirs not in html
