@@ -6,9 +6,16 @@ keep state changes and their events together.
 
 from __future__ import annotations
 
-from django.contrib import admin
+from django import forms
+from django.contrib import admin, messages
+from django.utils import timezone
 
+from armada.core.errors import ValidationFailed
+from armada.core.policy import parse_policy
+from armada.core.queues import parse_queue
 from armada.models import Event, Executor, Job, Node, Queue, RetryPolicy, Run, RunLog
+from armada.services import policies as policy_services
+from armada.services.errors import Conflict
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -22,8 +29,73 @@ class ReadOnlyAdmin(admin.ModelAdmin):
         return False
 
 
+class QueueForm(forms.ModelForm):
+    """The same checks as the API: a valid queue body, and retry policies that exist."""
+
+    class Meta:
+        model = Queue
+        fields = [
+            "name",
+            "priority_factor",
+            "owners",
+            "group_owners",
+            "permissions",
+            "labels",
+            "cordoned",
+            "retry_policies",
+        ]
+
+    def clean(self) -> dict:
+        cleaned = super().clean()
+        if self.errors:
+            return cleaned
+        body = {
+            "name": cleaned.get("name") or (self.instance.name if self.instance.pk else None),
+            "priorityFactor": cleaned.get("priority_factor"),
+            "owners": cleaned.get("owners") or [],
+            "groupOwners": cleaned.get("group_owners") or [],
+            "permissions": cleaned.get("permissions") or [],
+            "labels": cleaned.get("labels") or {},
+            "retryPolicies": cleaned.get("retry_policies") or [],
+        }
+        fields = {
+            "name": "name",
+            "priorityFactor": "priority_factor",
+            "owners": "owners",
+            "groupOwners": "group_owners",
+            "permissions": "permissions",
+            "labels": "labels",
+            "retryPolicies": "retry_policies",
+        }
+        try:
+            parse_queue(body)
+            missing = [
+                n for n in body["retryPolicies"] if not RetryPolicy.objects.filter(name=n).exists()
+            ]
+            if missing:
+                raise ValidationFailed.one(
+                    "retryPolicies", f"unknown retry policies: {', '.join(missing)}"
+                )
+        except ValidationFailed as exc:
+            for error in exc.errors:
+                top = error.field.split("[")[0].split(".")[0]
+                self.add_error(fields.get(top), str(error))
+        return cleaned
+
+
 @admin.register(Queue)
 class QueueAdmin(admin.ModelAdmin):
+    form = QueueForm
+
+    def save_model(self, request, obj, form, change) -> None:
+        now = timezone.now()
+        if not change:
+            obj.created_at = now
+            if not obj.owners and not obj.group_owners:
+                obj.owners = [request.user.get_username()]
+        obj.updated_at = now
+        super().save_model(request, obj, form, change)
+
     list_display = (
         "name",
         "priority_factor",
@@ -38,12 +110,78 @@ class QueueAdmin(admin.ModelAdmin):
     readonly_fields = ("created_at", "updated_at")
 
 
+class RetryPolicyForm(forms.ModelForm):
+    """Validated by the core, exactly as the API validates a policy file."""
+
+    class Meta:
+        model = RetryPolicy
+        fields = ["name", "retry_limit", "default_action", "rules"]
+        help_texts = {
+            "rules": 'A JSON list, e.g. [{"action": "Retry", "onCategory": "oom", '
+            '"mutate": {"resources": {"memory": {"factor": 1.5}}}}]',
+        }
+
+    def document(self) -> dict:
+        data = self.cleaned_data
+        return {
+            "name": data.get("name"),
+            "retryLimit": data.get("retry_limit"),
+            "defaultAction": data.get("default_action"),
+            "rules": data.get("rules") or [],
+        }
+
+    def clean(self) -> dict:
+        cleaned = super().clean()
+        if self.errors:
+            return cleaned
+        try:
+            parse_policy(self.document())
+        except ValidationFailed as exc:
+            fields = {
+                "name": "name",
+                "retryLimit": "retry_limit",
+                "defaultAction": "default_action",
+            }
+            for error in exc.errors:
+                top = error.field.split("[")[0].split(".")[0]
+                self.add_error(fields.get(top, "rules"), str(error))
+        return cleaned
+
+
 @admin.register(RetryPolicy)
 class RetryPolicyAdmin(admin.ModelAdmin):
+    form = RetryPolicyForm
     list_display = ("name", "retry_limit", "default_action", "version", "updated_at", "updated_by")
     list_filter = ("default_action",)
     search_fields = ("name",)
     readonly_fields = ("version", "created_at", "updated_at", "updated_by")
+
+    def get_readonly_fields(self, request, obj=None):
+        return (*self.readonly_fields, "name") if obj else self.readonly_fields
+
+    def save_model(self, request, obj, form, change) -> None:
+        document = form.document()
+        if change:
+            document["name"] = obj.name
+            saved = policy_services.policy_update(
+                actor=request.user, name=obj.name, data=document, now=timezone.now()
+            )
+        else:
+            saved = policy_services.policy_create(
+                actor=request.user, data=document, now=timezone.now()
+            )
+        obj.pk = saved.pk
+        obj.refresh_from_db()
+
+    def delete_model(self, request, obj) -> None:
+        try:
+            policy_services.policy_delete(actor=request.user, name=obj.name)
+        except Conflict as exc:
+            self.message_user(request, str(exc), level=messages.ERROR)
+
+    def delete_queryset(self, request, queryset) -> None:
+        for obj in queryset:
+            self.delete_model(request, obj)
 
 
 class RunInline(admin.TabularInline):

@@ -23,6 +23,14 @@ DB_COUNTERS: dict[str, tuple[str, tuple[str, ...]]] = {
         "Failed runs per failure category and subcategory, as the executors categorised them",
         ("failure_category", "failure_subcategory"),
     ),
+    "armada_scheduler_retry_policy_decisions_total": (
+        "Retry-engine decisions per queue, pool, policy and decision",
+        ("queue", "pool", "policy", "decision"),
+    ),
+    "armada_scheduler_retry_policy_gang_skipped_total": (
+        "Failures of gang jobs (2 or more members) that a retry policy would otherwise have decided",
+        ("policy",),
+    ),
 }
 
 

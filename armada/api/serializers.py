@@ -143,3 +143,18 @@ class RunLogSerializer(serializers.Serializer):
     log = serializers.CharField(help_text="the tail of the pod's stdout and stderr")
     truncated = serializers.BooleanField(help_text="true when only the tail is kept")
     updatedAt = serializers.DateTimeField(allow_null=True)
+
+
+class RetryPolicySerializer(serializers.Serializer):
+    """Documents the policy file; validation itself is ``core.policy.parse_policy``."""
+
+    apiVersion = serializers.CharField(default="armadaproject.io/v1beta1")
+    kind = serializers.CharField(default="RetryPolicy")
+    name = serializers.CharField()
+    retryLimit = serializers.IntegerField(min_value=0)
+    defaultAction = serializers.ChoiceField(choices=["Retry", "Fail"])
+    rules = serializers.ListField(child=serializers.JSONField(), required=False)
+    version = serializers.IntegerField(read_only=True)
+    createdAt = serializers.DateTimeField(read_only=True)
+    updatedAt = serializers.DateTimeField(read_only=True)
+    updatedBy = serializers.CharField(read_only=True)

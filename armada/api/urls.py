@@ -16,6 +16,12 @@ urlpatterns = [
         views.QueueCordonView.as_view(cordoned=False),
         name="queue-uncordon",
     ),
+    path("retry-policies", views.RetryPolicyListView.as_view(), name="retry-policy-list"),
+    path(
+        "retry-policies/<str:name>",
+        views.RetryPolicyDetailView.as_view(),
+        name="retry-policy-detail",
+    ),
     path("jobs", views.JobSubmitView.as_view(), name="job-submit"),
     path("jobs/<str:job_id>", views.JobDetailView.as_view(), name="job-detail"),
     path("runs/<str:run_id>/log", views.RunLogView.as_view(), name="run-log"),

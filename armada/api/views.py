@@ -14,10 +14,12 @@ from armada.api.serializers import (
     JobSerializer,
     QueueInputSerializer,
     QueueSerializer,
+    RetryPolicySerializer,
     RunLogSerializer,
     SubmitResultSerializer,
 )
 from armada.services import jobs as job_selectors
+from armada.services import policies as policy_services
 from armada.services import queues as queue_services
 from armada.services.submit import job_submit
 
@@ -127,3 +129,55 @@ class RunLogView(APIView):
                 "updatedAt": entry.updated_at if entry else None,
             }
         )
+
+
+class RetryPolicyListView(APIView):
+    @extend_schema(responses={200: RetryPolicySerializer(many=True)}, summary="List retry policies")
+    def get(self, request: Request) -> Response:
+        return Response(
+            [policy_services.policy_as_document(p) for p in policy_services.policy_list()]
+        )
+
+    @extend_schema(
+        request=RetryPolicySerializer,
+        responses={
+            201: RetryPolicySerializer,
+            409: OpenApiResponse(description="name taken"),
+            **_ERRORS,
+        },
+        summary="Create a retry policy (YAML or JSON body)",
+    )
+    def post(self, request: Request) -> Response:
+        row = policy_services.policy_create(
+            actor=request.user, data=request.data, now=timezone.now()
+        )
+        return Response(policy_services.policy_as_document(row), status=status.HTTP_201_CREATED)
+
+
+class RetryPolicyDetailView(APIView):
+    @extend_schema(responses={200: RetryPolicySerializer, **_ERRORS}, summary="Get a retry policy")
+    def get(self, request: Request, name: str) -> Response:
+        return Response(policy_services.policy_as_document(policy_services.policy_get(name=name)))
+
+    @extend_schema(
+        request=RetryPolicySerializer,
+        responses={200: RetryPolicySerializer, **_ERRORS},
+        summary="Replace a retry policy (its version grows by one)",
+    )
+    def put(self, request: Request, name: str) -> Response:
+        row = policy_services.policy_update(
+            actor=request.user, name=name, data=request.data, now=timezone.now()
+        )
+        return Response(policy_services.policy_as_document(row))
+
+    @extend_schema(
+        responses={
+            204: None,
+            409: OpenApiResponse(description="queues still name the policy"),
+            **_ERRORS,
+        },
+        summary="Delete a retry policy",
+    )
+    def delete(self, request: Request, name: str) -> Response:
+        policy_services.policy_delete(actor=request.user, name=name)
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -224,12 +224,78 @@ class ArmadaClient:
         data = self._json(self._request("POST", "queues", body=dict(queue)))
         return data if isinstance(data, dict) else {}
 
+    def _object(self, response: requests.Response, what: str) -> dict[str, Any]:
+        data = self._json(response)
+        if not isinstance(data, dict):
+            raise ApiError(f"the server's {what} is not a JSON object")
+        return data
+
+    def _list(self, response: requests.Response, what: str) -> list[dict[str, Any]]:
+        data = self._json(response)
+        if not isinstance(data, list):
+            raise ApiError(f"the server's {what} is not a JSON list")
+        return data
+
+    def update_queue(self, name: str, fields: Mapping[str, Any]) -> dict[str, Any]:
+        """``PATCH /api/v1/queues/{name}`` with only the fields to change."""
+        response = self._request("PATCH", f"queues/{quote(name, safe='')}", body=dict(fields))
+        return self._object(response, "queue")
+
+    def delete_queue(self, name: str) -> None:
+        """``DELETE /api/v1/queues/{name}`` (204)."""
+        self._request("DELETE", f"queues/{quote(name, safe='')}").close()
+
+    def set_queue_cordoned(self, name: str, cordoned: bool) -> dict[str, Any]:
+        """``POST /api/v1/queues/{name}/cordon`` or ``.../uncordon``."""
+        action = "cordon" if cordoned else "uncordon"
+        response = self._request("POST", f"queues/{quote(name, safe='')}/{action}")
+        return self._object(response, "queue")
+
     def submit_jobs(self, job_file: Mapping[str, Any]) -> dict[str, Any]:
         """``POST /api/v1/jobs``; returns ``{"jobIds", "queue", "jobSetId"}``."""
         data = self._json(self._request("POST", "jobs", body=dict(job_file)))
         if not isinstance(data, dict) or not isinstance(data.get("jobIds"), list):
             raise ApiError("the server's answer to a submission has no jobIds list")
         return data
+
+    def get_job(self, job_id: str) -> dict[str, Any]:
+        """``GET /api/v1/jobs/{id}``: the job with its runs."""
+        return self._object(self._request("GET", f"jobs/{quote(job_id, safe='')}"), "job")
+
+    def get_run_log(self, run_id: str) -> dict[str, Any]:
+        """``GET /api/v1/runs/{run_id}/log``: ``{"runId", "jobId", "log", "truncated", ...}``."""
+        response = self._request("GET", f"runs/{quote(run_id, safe='')}/log")
+        data = self._object(response, "run log")
+        if not isinstance(data.get("log"), str | None):
+            raise ApiError("the server's run log has no log text")
+        return data
+
+    # -- retry policies ---------------------------------------------------------------
+
+    def list_retry_policies(self) -> list[dict[str, Any]]:
+        """``GET /api/v1/retry-policies``."""
+        return self._list(self._request("GET", "retry-policies"), "retry policy list")
+
+    def get_retry_policy(self, name: str) -> dict[str, Any]:
+        """``GET /api/v1/retry-policies/{name}``."""
+        response = self._request("GET", f"retry-policies/{quote(name, safe='')}")
+        return self._object(response, "retry policy")
+
+    def create_retry_policy(self, document: Mapping[str, Any]) -> dict[str, Any]:
+        """``POST /api/v1/retry-policies``; returns the policy as stored (with its version)."""
+        response = self._request("POST", "retry-policies", body=dict(document))
+        return self._object(response, "retry policy")
+
+    def update_retry_policy(self, name: str, document: Mapping[str, Any]) -> dict[str, Any]:
+        """``PUT /api/v1/retry-policies/{name}``: replace the policy; its version grows."""
+        response = self._request(
+            "PUT", f"retry-policies/{quote(name, safe='')}", body=dict(document)
+        )
+        return self._object(response, "retry policy")
+
+    def delete_retry_policy(self, name: str) -> None:
+        """``DELETE /api/v1/retry-policies/{name}`` (204; 409 while a queue names it)."""
+        self._request("DELETE", f"retry-policies/{quote(name, safe='')}").close()
 
     # -- events -----------------------------------------------------------------------
 

@@ -1,4 +1,5 @@
-"""Reading a job file for ``armadactl submit`` and the local checks made before sending it.
+"""Reading the files ``armadactl`` sends (job files, retry-policy documents) and the local
+checks made before sending a job file.
 
 A job file is YAML or JSON: ``{queue, jobSetId, jobs: [{priority, namespace, annotations,
 podSpec}, ...]}``. Locally only the shape is checked (the server owns the real rules:
@@ -19,7 +20,8 @@ FILE_KEYS = ("queue", "jobSetId", "jobs")
 
 
 class JobFileError(Exception):
-    """The job file cannot be read or has the wrong shape; ``errors`` are (field, message)."""
+    """An input file (a job file or a retry-policy document) cannot be read or has the
+    wrong shape; ``errors`` are (field, message)."""
 
     def __init__(self, message: str, errors: list[tuple[str, str]] | None = None) -> None:
         super().__init__(message)
@@ -54,21 +56,38 @@ def parse_job_text(text: str, name: str, *, as_json: bool = False) -> Any:
         raise JobFileError(f"{name} is not valid YAML: {exc}") from None
 
 
-def load_job_file(path: str) -> Any:
-    """Read and parse ``path`` (``-`` is standard input)."""
+def load_data_file(path: str, what: str) -> Any:
+    """Read and parse ``path`` (``-`` is standard input); ``what`` names the file in errors
+    ("job file", "retry policy file"). A ``.json`` file is parsed as JSON, anything else as
+    YAML (which accepts JSON too)."""
     if path == "-":
         return parse_job_text(sys.stdin.read(), "standard input")
     try:
         text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise JobFileError(f"job file {path} does not exist") from None
+        raise JobFileError(f"{what} {path} does not exist") from None
     except IsADirectoryError:
-        raise JobFileError(f"job file {path} is a directory") from None
+        raise JobFileError(f"{what} {path} is a directory") from None
     except UnicodeDecodeError:
-        raise JobFileError(f"job file {path} is not UTF-8 text") from None
+        raise JobFileError(f"{what} {path} is not UTF-8 text") from None
     except OSError as exc:
-        raise JobFileError(f"cannot read job file {path}: {exc.strerror or exc}") from None
+        raise JobFileError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
     return parse_job_text(text, path, as_json=path.lower().endswith(".json"))
+
+
+def json_problem(data: Any) -> str | None:
+    """Why ``data`` cannot be sent as a JSON body (NaN, infinity, a non-string key that is
+    not a scalar...), or None when it can."""
+    try:
+        json.dumps(data, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        return f"the file holds a value JSON cannot carry ({exc})"
+    return None
+
+
+def load_job_file(path: str) -> Any:
+    """Read and parse the job file ``path`` (``-`` is standard input)."""
+    return load_data_file(path, "job file")
 
 
 def check_job_file(data: Any) -> list[tuple[str, str]]:
@@ -85,10 +104,9 @@ def check_job_file(data: Any) -> list[tuple[str, str]]:
     if not isinstance(job_set, str) or not job_set.strip():
         errors.append(("jobSetId", "is required and must be a string"))
     jobs = data.get("jobs")
-    try:
-        json.dumps(data, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        errors.append(("", f"the file holds a value JSON cannot carry ({exc})"))
+    problem = json_problem(data)
+    if problem:
+        errors.append(("", problem))
     if not isinstance(jobs, list) or not jobs:
         errors.append(("jobs", "at least one job is required (a list)"))
         return errors

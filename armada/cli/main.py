@@ -19,7 +19,16 @@ from typing import Any, NoReturn
 from armada.cli.client import ApiError, ArmadaClient
 from armada.cli.config import ConfigError, Settings, resolve_settings
 from armada.cli.jobfile import JobFileError, check_job_file, describe_job_file, load_job_file
-from armada.cli.output import OUTPUT_FORMATS, format_error, render_queue, render_queues
+from armada.cli.output import (
+    DOCUMENT_FORMATS,
+    OUTPUT_FORMATS,
+    format_error,
+    render_data,
+    render_policies,
+    render_queue,
+    render_queues,
+)
+from armada.cli.policyfile import load_policy_file
 from armada.cli.watch import JobSetTracker, run_watch
 
 PROG = "armadactl"
@@ -44,8 +53,33 @@ sent with HTTP basic auth.
 examples:
   armadactl create queue analytics --priority-factor 2 --owners alice,bob
   armadactl get queues -o yaml
+  armadactl update queue analytics --retry-policies ml-training-retries
+  armadactl cordon queue analytics
+  armadactl create retry-policy -f policy.yaml
+  armadactl get retry-policy ml-training-retries > policy.yaml   # edit, then:
+  armadactl update retry-policy -f policy.yaml
   armadactl submit jobs.yaml --dry-run
   armadactl watch analytics nightly --exit-if-inactive
+  armadactl get job 01jabc...          # the job and its runs (state, exit code, category)
+  armadactl logs 01jrun...             # the log of one run
+"""
+
+POLICY_FILE_HELP = """FILE is YAML or JSON (- for standard input) holding one retry policy:
+
+  apiVersion: armadaproject.io/v1beta1
+  kind: RetryPolicy
+  name: ml-training-retries
+  retryLimit: 3
+  defaultAction: Fail
+  rules:
+    - action: Retry
+      onCategory: oom
+      mutate: {resources: {memory: {factor: 1.5}}}
+
+Locally the file must be one mapping whose kind, if given, is RetryPolicy; the server
+checks the rest. The fields the server adds (version, createdAt, updatedAt, updatedBy)
+are not sent, so the output of `armadactl get retry-policy NAME` can be edited and sent
+back with `armadactl update retry-policy -f FILE`.
 """
 
 
@@ -116,13 +150,55 @@ def _add_global_options(parser: argparse.ArgumentParser, *, suppress: bool) -> N
     )
 
 
-def _add_output_option(parser: argparse.ArgumentParser) -> None:
+def _format_choices(formats: Sequence[str]) -> str:
+    """``table (default), yaml or json``; ``yaml (default) or json``."""
+    first, *rest = formats
+    if not rest:
+        return f"{first} (default)"
+    if len(rest) == 1:
+        return f"{first} (default) or {rest[0]}"
+    return f"{first} (default), {', '.join(rest[:-1])} or {rest[-1]}"
+
+
+def _add_output_option(
+    parser: argparse.ArgumentParser, formats: Sequence[str] = OUTPUT_FORMATS
+) -> None:
+    """``-o FORMAT``; the first of ``formats`` is the default."""
     parser.add_argument(
         "-o",
         "--output",
-        choices=OUTPUT_FORMATS,
-        default="table",
-        help="table (default), yaml or json",
+        choices=formats,
+        default=formats[0],
+        help=_format_choices(formats),
+    )
+
+
+def _add_queue_fields(parser: argparse.ArgumentParser, *, update: bool) -> None:
+    """The queue flags shared by ``create queue`` and ``update queue``."""
+    clear = '; "" clears it' if update else ""
+    parser.add_argument(
+        "--priority-factor",
+        type=priority_factor,
+        metavar="F",
+        help="at least 1.0; higher means a smaller fair share",
+    )
+    parser.add_argument(
+        "--owners", type=name_list, metavar="A,B", help=f"users who own the queue{clear}"
+    )
+    parser.add_argument(
+        "--group-owners", type=name_list, metavar="G,H", help=f"groups who own the queue{clear}"
+    )
+    parser.add_argument(
+        "--labels",
+        type=label_map,
+        metavar="K=V,K2=V2",
+        help=f"labels of the queue{' (replaces them all)' if update else ''}{clear}",
+    )
+    parser.add_argument(
+        "--retry-policies",
+        type=name_list,
+        metavar="P1,P2",
+        help=f"retry policies, in order (the first whose rules match decides){clear}",
     )
 
 
@@ -136,9 +212,26 @@ def build_parser() -> ArgumentParser:
     _add_global_options(parser, suppress=False)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    def leaf(sub: Any, name: str, help_text: str) -> ArgumentParser:
-        p: ArgumentParser = sub.add_parser(name, help=help_text, description=help_text)
+    def leaf(sub: Any, name: str, help_text: str, **extra: Any) -> ArgumentParser:
+        p: ArgumentParser = sub.add_parser(name, help=help_text, description=help_text, **extra)
         _add_global_options(p, suppress=True)
+        return p
+
+    def policy_leaf(sub: Any, name: str, help_text: str) -> ArgumentParser:
+        p = leaf(
+            sub,
+            name,
+            help_text,
+            epilog=POLICY_FILE_HELP,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        p.add_argument(
+            "-f",
+            "--file",
+            required=True,
+            metavar="FILE",
+            help="the policy document, YAML or JSON; - for standard input",
+        )
         return p
 
     # create queue
@@ -148,24 +241,75 @@ def build_parser() -> ArgumentParser:
     create_what = create.add_subparsers(dest="resource", metavar="RESOURCE", required=True)
     cq = leaf(create_what, "queue", "Create a queue.")
     cq.add_argument("name", metavar="NAME", help="queue name (a lower-case RFC 1123 label)")
-    cq.add_argument(
-        "--priority-factor",
-        type=priority_factor,
-        metavar="F",
-        help="at least 1.0; higher means a smaller fair share",
-    )
-    cq.add_argument("--owners", type=name_list, metavar="A,B", help="users who own the queue")
-    cq.add_argument(
-        "--group-owners", type=name_list, metavar="G,H", help="groups who own the queue"
-    )
-    cq.add_argument("--labels", type=label_map, metavar="K=V,K2=V2", help="labels of the queue")
-    cq.add_argument(
-        "--retry-policies", type=name_list, metavar="P1,P2", help="retry policies, in order"
-    )
+    _add_queue_fields(cq, update=False)
     cq.add_argument(
         "--cordoned", action="store_true", help="create it cordoned (no new jobs accepted)"
     )
     cq.set_defaults(handler=cmd_create_queue)
+    crp = policy_leaf(create_what, "retry-policy", "Create a retry policy from a file.")
+    crp.set_defaults(handler=cmd_create_retry_policy)
+
+    # update queue / update retry-policy
+    update = commands.add_parser(
+        "update", help="Change a resource.", description="Change a resource."
+    )
+    update_what = update.add_subparsers(dest="resource", metavar="RESOURCE", required=True)
+    uq = leaf(
+        update_what,
+        "queue",
+        "Change a queue: only the fields given are sent (the rest stay as they are).",
+    )
+    uq.add_argument("name", metavar="NAME")
+    _add_queue_fields(uq, update=True)
+    cordon_flags = uq.add_mutually_exclusive_group()
+    cordon_flags.add_argument(
+        "--cordoned",
+        dest="cordoned",
+        action="store_const",
+        const=True,
+        help="cordon it (no new jobs accepted)",
+    )
+    cordon_flags.add_argument(
+        "--uncordoned", dest="cordoned", action="store_const", const=False, help="uncordon it"
+    )
+    uq.set_defaults(handler=cmd_update_queue, check=check_update_queue, command_parser=uq)
+    urp = policy_leaf(
+        update_what,
+        "retry-policy",
+        "Replace a retry policy with the one in a file (the policy named in the file).",
+    )
+    urp.set_defaults(handler=cmd_update_retry_policy)
+
+    # delete queue / delete retry-policy
+    delete = commands.add_parser(
+        "delete", help="Delete a resource.", description="Delete a resource."
+    )
+    delete_what = delete.add_subparsers(dest="resource", metavar="RESOURCE", required=True)
+    dq = leaf(delete_what, "queue", "Delete a queue (refused while it has unfinished jobs).")
+    dq.add_argument("name", metavar="NAME")
+    dq.set_defaults(handler=cmd_delete_queue)
+    drp = leaf(
+        delete_what,
+        "retry-policy",
+        "Delete a retry policy (refused while a queue names it: detach it first).",
+    )
+    drp.add_argument("name", metavar="NAME")
+    drp.set_defaults(handler=cmd_delete_retry_policy)
+
+    # cordon queue / uncordon queue
+    for verb, cordoned, help_text in (
+        (
+            "cordon",
+            True,
+            "Cordon a queue: no new jobs are accepted or scheduled; running jobs carry on.",
+        ),
+        ("uncordon", False, "Uncordon a queue: it accepts new jobs again."),
+    ):
+        verb_parser = commands.add_parser(verb, help=help_text, description=help_text)
+        verb_what = verb_parser.add_subparsers(dest="resource", metavar="RESOURCE", required=True)
+        vq = leaf(verb_what, "queue", help_text)
+        vq.add_argument("name", metavar="NAME")
+        vq.set_defaults(handler=cmd_cordon_queue, cordoned=cordoned)
 
     # get queue / get queues
     get = commands.add_parser("get", help="Show resources.", description="Show resources.")
@@ -177,6 +321,17 @@ def build_parser() -> ArgumentParser:
     gqs = leaf(get_what, "queues", "List the queues.")
     _add_output_option(gqs)
     gqs.set_defaults(handler=cmd_get_queues)
+    grp = leaf(get_what, "retry-policy", "Show one retry policy as a document.")
+    grp.add_argument("name", metavar="NAME")
+    _add_output_option(grp, DOCUMENT_FORMATS)
+    grp.set_defaults(handler=cmd_get_retry_policy)
+    grps = leaf(get_what, "retry-policies", "List the retry policies.")
+    _add_output_option(grps)
+    grps.set_defaults(handler=cmd_get_retry_policies)
+    gj = leaf(get_what, "job", "Show one job with its runs, as the server returns it.")
+    gj.add_argument("job_id", metavar="JOB_ID")
+    _add_output_option(gj, DOCUMENT_FORMATS)
+    gj.set_defaults(handler=cmd_get_job)
 
     # submit
     submit = leaf(commands, "submit", "Submit the jobs of a job file (YAML or JSON).")
@@ -210,6 +365,11 @@ def build_parser() -> ArgumentParser:
         "--utc", action="store_true", help="print times in UTC rather than local time"
     )
     watch.set_defaults(handler=cmd_watch)
+
+    # logs
+    logs = leaf(commands, "logs", "Print the log of a job run, as it is.")
+    logs.add_argument("run_id", metavar="RUN_ID", help="a run id (see `armadactl get job`)")
+    logs.set_defaults(handler=cmd_logs)
     return parser
 
 
@@ -250,6 +410,50 @@ def cmd_create_queue(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+QUEUE_FIELDS = (
+    ("priority_factor", "priorityFactor"),
+    ("owners", "owners"),
+    ("group_owners", "groupOwners"),
+    ("labels", "labels"),
+    ("retry_policies", "retryPolicies"),
+    ("cordoned", "cordoned"),
+)
+
+
+def queue_changes(args: argparse.Namespace) -> dict[str, Any]:
+    """The PATCH body of ``update queue``: only the flags that were given."""
+    return {
+        key: getattr(args, dest) for dest, key in QUEUE_FIELDS if getattr(args, dest) is not None
+    }
+
+
+def check_update_queue(args: argparse.Namespace) -> str | None:
+    if not queue_changes(args):
+        return (
+            "nothing to change; give at least one of --priority-factor, --owners, "
+            "--group-owners, --labels, --retry-policies, --cordoned, --uncordoned"
+        )
+    return None
+
+
+def cmd_update_queue(args: argparse.Namespace) -> int:
+    queue = make_client(args).update_queue(args.name, queue_changes(args))
+    out(f"Updated queue {queue.get('name') or args.name}")
+    return EXIT_OK
+
+
+def cmd_delete_queue(args: argparse.Namespace) -> int:
+    make_client(args).delete_queue(args.name)
+    out(f"Deleted queue {args.name}")
+    return EXIT_OK
+
+
+def cmd_cordon_queue(args: argparse.Namespace) -> int:
+    queue = make_client(args).set_queue_cordoned(args.name, args.cordoned)
+    out(f"{'Cordoned' if args.cordoned else 'Uncordoned'} queue {queue.get('name') or args.name}")
+    return EXIT_OK
+
+
 def cmd_get_queue(args: argparse.Namespace) -> int:
     out(render_queue(make_client(args).get_queue(args.name), args.output))
     return EXIT_OK
@@ -261,6 +465,65 @@ def cmd_get_queues(args: argparse.Namespace) -> int:
         print("No queues found.", file=sys.stderr)
         return EXIT_OK
     out(render_queues(queues, args.output))
+    return EXIT_OK
+
+
+def _policy_line(verb: str, policy: Mapping[str, Any], document: Mapping[str, Any]) -> str:
+    name = policy.get("name") or document.get("name")
+    version = policy.get("version")
+    return f"{verb} retry policy {name}" + (f" (version {version})" if version is not None else "")
+
+
+def cmd_create_retry_policy(args: argparse.Namespace) -> int:
+    document = load_policy_file(args.file)
+    policy = make_client(args).create_retry_policy(document)
+    out(_policy_line("Created", policy, document))
+    return EXIT_OK
+
+
+def cmd_update_retry_policy(args: argparse.Namespace) -> int:
+    document = load_policy_file(args.file, need_name=True)
+    policy = make_client(args).update_retry_policy(document["name"], document)
+    out(_policy_line("Updated", policy, document))
+    return EXIT_OK
+
+
+def cmd_get_retry_policy(args: argparse.Namespace) -> int:
+    out(render_data(make_client(args).get_retry_policy(args.name), args.output))
+    return EXIT_OK
+
+
+def cmd_get_retry_policies(args: argparse.Namespace) -> int:
+    policies = make_client(args).list_retry_policies()
+    if not policies and args.output == "table":
+        print("No retry policies found.", file=sys.stderr)
+        return EXIT_OK
+    out(render_policies(policies, args.output))
+    return EXIT_OK
+
+
+def cmd_delete_retry_policy(args: argparse.Namespace) -> int:
+    make_client(args).delete_retry_policy(args.name)
+    out(f"Deleted retry policy {args.name}")
+    return EXIT_OK
+
+
+def cmd_get_job(args: argparse.Namespace) -> int:
+    out(render_data(make_client(args).get_job(args.job_id), args.output))
+    return EXIT_OK
+
+
+def cmd_logs(args: argparse.Namespace) -> int:
+    """The log text goes to stdout untouched (no newline added); notes go to stderr."""
+    entry = make_client(args).get_run_log(args.run_id)
+    text = entry.get("log") or ""
+    if text:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        print(f"Run {args.run_id} has no log.", file=sys.stderr)
+    if entry.get("truncated"):
+        print("Note: the server truncated this log; it is not the whole log.", file=sys.stderr)
     return EXIT_OK
 
 
@@ -341,6 +604,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(list(argv) if argv is not None else None)
+        check: Callable[[argparse.Namespace], str | None] | None = getattr(args, "check", None)
+        problem = check(args) if check is not None else None
+        if problem:
+            args.command_parser.error(problem)
     except SystemExit as exc:  # --help, or a usage error already printed
         return (
             exc.code if isinstance(exc.code, int) else (EXIT_OK if exc.code is None else EXIT_USAGE)

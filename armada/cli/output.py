@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 import yaml
 
 OUTPUT_FORMATS = ("table", "yaml", "json")
+DOCUMENT_FORMATS = ("yaml", "json")  # for one document: a retry policy, a job with its runs
 
 # (header, queue key) in display order; ``permissions`` and the timestamps are in -o yaml|json.
 QUEUE_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -73,6 +75,44 @@ def render_queues(queues: Sequence[Mapping[str, Any]], fmt: str) -> str:
 
 def render_queue(queue: Mapping[str, Any], fmt: str) -> str:
     return render_queues_table([queue]) if fmt == "table" else render_data(dict(queue), fmt)
+
+
+def timestamp_cell(value: Any) -> str:
+    """An ISO 8601 time as ``YYYY-MM-DDTHH:MM:SSZ`` in UTC; other text is shown as it is."""
+    if not isinstance(value, str) or not value:
+        return cell(value)
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return value
+    if moment.tzinfo is None:
+        return moment.strftime("%Y-%m-%dT%H:%M:%S")
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+POLICY_HEADERS = ("NAME", "RETRY LIMIT", "DEFAULT ACTION", "RULES", "VERSION", "UPDATED")
+
+
+def render_policies_table(policies: Sequence[Mapping[str, Any]]) -> str:
+    """One row per retry policy; RULES is the number of rules (the rules are in -o yaml)."""
+    rows = []
+    for policy in policies:
+        rules = policy.get("rules")
+        rows.append(
+            [
+                cell(policy.get("name")),
+                cell(policy.get("retryLimit")),
+                cell(policy.get("defaultAction")),
+                str(len(rules)) if isinstance(rules, list) else "-",
+                cell(policy.get("version")),
+                timestamp_cell(policy.get("updatedAt")),
+            ]
+        )
+    return render_table(POLICY_HEADERS, rows)
+
+
+def render_policies(policies: Sequence[Mapping[str, Any]], fmt: str) -> str:
+    return render_policies_table(policies) if fmt == "table" else render_data(list(policies), fmt)
 
 
 def format_error(message: str, errors: Iterable[tuple[str, str]] = ()) -> str:

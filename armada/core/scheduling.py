@@ -252,3 +252,10 @@ def schedule_round(
             cost = weighted_cost(allocated[name], capacity, queue_state[name].priority_factor)
             heapq.heappush(heap, (cost, name))
     return result
+
+
+def static_fit(job: QueuedJob, nodes: Sequence[NodeState]) -> bool:
+    """Whether any node could ever take ``job``: it matches the node (:func:`node_matches`)
+    and the job's requests fit the node's allocatable. What is already allocated on the
+    nodes, and fair share, are ignored: this is the probe for "could never schedule"."""
+    return any(node_matches(job, n) and job.requests.fits_in(n.allocatable) for n in nodes)

@@ -301,3 +301,12 @@ def parse_job_file(
     if errors:
         raise ValidationFailed(errors)
     return JobFile(queue=queue, job_set=job_set, jobs=specs)  # type: ignore[arg-type]
+
+
+def pod_requests(pod_spec: Mapping[str, Any]) -> Resources:
+    """What a (valid) pod spec asks the scheduler for; raises ValidationFailed otherwise."""
+    errors: list[FieldError] = []
+    requests = _pod_requests(pod_spec, "podSpec", errors)
+    if errors:
+        raise ValidationFailed(errors)
+    return requests

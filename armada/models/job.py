@@ -78,6 +78,7 @@ class Run(models.Model):
     running_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     exit_code = models.IntegerField(null=True, blank=True)
+    exit_codes = models.JSONField(default=dict, blank=True)
     reason = models.CharField(max_length=255, blank=True)
     message = models.TextField(blank=True)
     failure_category = models.CharField(max_length=63, blank=True)
@@ -85,10 +86,17 @@ class Run(models.Model):
     hint = models.TextField(blank=True)
     retryable = models.BooleanField(null=True, blank=True)
     decision = models.JSONField(default=dict, blank=True)
+    # Set when the scheduler has decided what a failed or expired run means for its job.
+    decided_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["leased_at", "id"]
         indexes = [
+            models.Index(
+                fields=["finished_at", "id"],
+                name="run_undecided_idx",
+                condition=models.Q(decided_at__isnull=True, state__in=["failed", "lease_expired"]),
+            ),
             models.Index(fields=["executor", "state"], name="run_executor_state_idx"),
             models.Index(fields=["state", "leased_at"], name="run_state_idx"),
         ]

@@ -49,3 +49,28 @@ def counter_values(*, name: str) -> list[tuple[dict[str, str], int]]:
     return [
         (c.labels, c.value) for c in MetricCounter.objects.filter(name=name).order_by("labels_key")
     ]
+
+
+def counters_reset_if_due(*, names: list[str], now, interval_seconds: float) -> bool:
+    """Zero the counters ``names`` every ``interval_seconds`` (0: never), like Armada's
+    queue-level state metrics, so that series of idle queues and retired policies go away.
+    The next reset time is kept in a ``LeaderLease`` row, so all schedulers share one clock."""
+    from datetime import timedelta
+
+    from armada.models import LeaderLease
+
+    if interval_seconds <= 0:
+        return False
+    with transaction.atomic():
+        mark = LeaderLease.objects.select_for_update().filter(name="metrics-reset").first()
+        if mark is None:
+            LeaderLease.objects.create(
+                name="metrics-reset", expires_at=now + timedelta(seconds=interval_seconds)
+            )
+            return False
+        if now < mark.expires_at:
+            return False
+        MetricCounter.objects.filter(name__in=names).delete()
+        mark.expires_at = now + timedelta(seconds=interval_seconds)
+        mark.save(update_fields=["expires_at"])
+    return True

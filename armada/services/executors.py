@@ -14,7 +14,11 @@ from armada.models import Executor, Node, Run
 
 
 def executor_register(*, config: ExecutorConfig, now: datetime) -> Executor:
-    """Create or refresh the executor and its nodes from config; nodes no longer listed go."""
+    """Create or refresh the executor and its nodes from config; nodes no longer listed go.
+
+    Each node carries the label ``kubernetes.io/hostname`` (its name) besides its configured
+    labels, but only the labels in ``trackedNodeLabels`` are reported: the others are
+    invisible to the scheduler (node selectors, gang uniformity, avoiding a node)."""
     with transaction.atomic():
         executor, _ = Executor.objects.update_or_create(
             id=config.id,
@@ -33,11 +37,14 @@ def executor_register(*, config: ExecutorConfig, now: datetime) -> Executor:
             },
         )
         existing = {n.name: n for n in Node.objects.filter(executor=executor)}
+        tracked = set(config.tracked_node_labels)
         wanted: dict[str, Node] = {}
         for group in config.nodes:
             taints = [t.model_dump() for t in group.taints]
             for name in group.node_names():
-                labels = {"kubernetes.io/hostname": name, **group.labels}
+                # Only tracked labels reach the scheduler, as with a real cluster's executor.
+                every_label = {"kubernetes.io/hostname": name, **group.labels}
+                labels = {k: v for k, v in every_label.items() if k in tracked}
                 wanted[name] = Node(
                     executor=executor,
                     name=name,

@@ -2,8 +2,8 @@
 
 An executor silent for longer than ``executorTimeout`` is taken as lost. Each of its runs
 that has not ended becomes ``lease_expired`` and counts as a genuine failure of category
-internal / lease-expired: the job's verdict is asked exactly as for a failed pod, without
-the executor's steps (the pod cannot be reached). Runs, jobs and events commit together.
+internal / lease-expired, decided by ``services.decisions`` exactly as a failed pod is,
+without the executor's steps (the pod cannot be reached). Runs and events commit together.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from django.db.models import Q
 from armada.core.categorizer import INTERNAL, LEASE_EXPIRED
 from armada.core.states import EventType, RunState
 from armada.models import Executor, Run
-from armada.services.runs import Changes, run_failed
+from armada.services.runs import Changes
 
 ACTIVE = [RunState.LEASED, RunState.PENDING, RunState.RUNNING]
 
@@ -53,10 +53,9 @@ def runs_expire(*, now: datetime) -> int:
             )
             run.failure_category = INTERNAL
             run.failure_subcategory = LEASE_EXPIRED
+            run.decided_at = None  # the decision step of the same cycle takes it up
             changes.event(
                 EventType.LEASE_EXPIRED, run, job, now, cluster=run.executor, node=run.node
             )
-            run_failed(run=run, job=job, at=now, changes=changes)
-            run.state = RunState.LEASE_EXPIRED  # run_failed marks it failed; it expired
         changes.write()
     return len(runs)

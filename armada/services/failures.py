@@ -1,9 +1,8 @@
-"""What happens to a job when one of its runs fails, or its lease comes back unused.
+"""Rules for failures that are not the retry engine's to decide.
 
-Genuine failures (a failed pod, an expired lease) ask :func:`failure_verdict`. Today every
-genuine failure is final (the legacy behaviour, retry policies off): the job ends failed and
-keeps the run's category. The retry engine plugs in here. Some internal failures are final
-whatever a policy says: a pod stuck terminating, a pod the executor could not create.
+Genuine failures (a failed pod, an expired lease) are decided by the scheduler
+(``services.decisions``), except those in ``NEVER_RETRIED``, which are final whatever a
+policy says: a pod stuck terminating, a pod the executor could not create.
 
 Lease returns (the run never started) follow the legacy attempt limit instead
 (:func:`lease_return_verdict`): ``scheduling.maxRetries`` returns are allowed, so the default
@@ -25,24 +24,6 @@ from armada.models import Job
 
 NEVER_RETRIED = {(INTERNAL, STUCK_TERMINATING), (INTERNAL, JOB_CREATION_FAILED)}
 MAX_RUNS_EXCEEDED_REASON = "MaxRunsExceeded"
-
-
-@dataclass(frozen=True)
-class Verdict:
-    retry: bool
-    decision: dict
-
-
-def failure_verdict(*, job: Job, category: str, subcategory: str) -> Verdict:
-    """Decide whether a genuinely failed run's job is retried. Policies off: never."""
-    if (category, subcategory) in NEVER_RETRIED:
-        return Verdict(
-            retry=False,
-            decision={"decision": "fail", "reason": f"{category}/{subcategory} is never retried"},
-        )
-    return Verdict(
-        retry=False, decision={"decision": "fail", "reason": "retry policies are not enabled"}
-    )
 
 
 @dataclass(frozen=True)

@@ -27,9 +27,15 @@ def queue_list() -> list[Queue]:
 
 
 def _check_policies(names: list[str]) -> None:
+    """Every named policy exists. Call inside the write's transaction: the rows are locked,
+    so a concurrent delete of a policy waits, then sees the new reference and refuses."""
     if not names:
         return
-    known = set(RetryPolicy.objects.filter(name__in=names).values_list("name", flat=True))
+    known = set(
+        RetryPolicy.objects.select_for_update()
+        .filter(name__in=names)
+        .values_list("name", flat=True)
+    )
     missing = [n for n in names if n not in known]
     if missing:
         raise ValidationFailed.one(
@@ -42,11 +48,11 @@ def queue_create(*, actor: Any, data: Any, now: datetime) -> Queue:
     """Create a queue. With no owners given, the creator becomes its owner."""
     require_global(actor, "create_queue", "create queues")
     fields = parse_queue(data)
-    _check_policies(fields.get("retry_policies", []))
     if not fields.get("owners") and not fields.get("group_owners"):
         fields["owners"] = [actor.get_username()]
     try:
         with transaction.atomic():
+            _check_policies(fields.get("retry_policies", []))
             return Queue.objects.create(**fields, created_at=now, updated_at=now)
     except IntegrityError:
         raise Conflict(f"queue {fields['name']!r} already exists") from None
@@ -59,8 +65,8 @@ def queue_update(*, actor: Any, name: str, data: Any, now: datetime) -> Queue:
     if fields.get("name", name) != name:
         raise ValidationFailed([FieldError("name", "a queue cannot be renamed")])
     fields.pop("name", None)
-    _check_policies(fields.get("retry_policies", []))
     with transaction.atomic():
+        _check_policies(fields.get("retry_policies", []))
         queue = Queue.objects.select_for_update().filter(name=name).first()
         if queue is None:
             raise NotFound(f"queue {name!r} does not exist")

@@ -21,7 +21,7 @@ from armada.models import Job, Run, RunLog
 from armada.services.bulk import bulk_update_fields
 from armada.services.counters import counters_add, tally
 from armada.services.events import NewEvent, events_append
-from armada.services.failures import failure_verdict, lease_return_verdict
+from armada.services.failures import lease_return_verdict
 
 FAILURE_CATEGORY_COUNTER = "armada_executor_job_failure_category_total"
 LOG_LIMIT = 64 * 1024
@@ -44,6 +44,8 @@ RUN_FIELDS = [
     "hint",
     "retryable",
     "decision",
+    "exit_codes",
+    "decided_at",
 ]
 JOB_FIELDS = [
     "state",
@@ -54,6 +56,9 @@ JOB_FIELDS = [
     "failure_subcategory",
     "failure_count",
     "lease_return_count",
+    "pod_spec",
+    "requests",
+    "mutations",
 ]
 
 
@@ -64,7 +69,11 @@ class Changes:
     runs: dict[str, Run] = field(default_factory=dict)
     jobs: dict[str, Job] = field(default_factory=dict)
     events: list[NewEvent] = field(default_factory=list)
-    failure_labels: list[dict[str, str]] = field(default_factory=list)
+    counters: dict[str, list[dict[str, str]]] = field(default_factory=dict)
+
+    def counts(self, name: str, labels: list[dict[str, str]]) -> None:
+        """Count one occurrence per label set in counter ``name``."""
+        self.counters.setdefault(name, []).extend(labels)
 
     def event(self, type_: EventType, run: Run, job: Job, at: datetime, **payload) -> None:
         self.events.append(
@@ -113,8 +122,9 @@ class Changes:
         bulk_update_fields(list(self.runs.values()), RUN_FIELDS)
         bulk_update_fields(list(self.jobs.values()), JOB_FIELDS)
         events_append(events=self.events)
-        if self.failure_labels:
-            counters_add(name=FAILURE_CATEGORY_COUNTER, increments=tally(*self.failure_labels))
+        for name, labels in self.counters.items():
+            if labels:
+                counters_add(name=name, increments=tally(*labels))
 
 
 def runs_apply_reports(*, executor_id: str, reports: Sequence[RunReport], now: datetime) -> int:
@@ -146,9 +156,7 @@ def runs_apply_reports(*, executor_id: str, reports: Sequence[RunReport], now: d
                 _lease_returned(run, job, report, changes, max_retries)
             elif report.state == RunState.FAILED:
                 _finish(run, report)
-                run_failed(
-                    run=run, job=job, at=report.at, changes=changes, exit_codes=report.exit_codes
-                )
+                record_failure(run=run, changes=changes)
             else:
                 _advance(run, job, report, changes)
         changes.write()
@@ -181,44 +189,23 @@ def _finish(run: Run, report: RunReport) -> None:
     run.failure_category = report.failure_category
     run.failure_subcategory = report.failure_subcategory
     run.hint = report.hint
+    run.exit_codes = report.exit_codes
 
 
-def run_failed(
-    *, run: Run, job: Job, at: datetime, changes: Changes, exit_codes: dict[str, int] | None = None
-) -> None:
-    """A genuine failure (the run's outcome fields already set): count it, ask for a verdict,
-    and record the job's next state and the ``failed`` event."""
+def record_failure(*, run: Run, changes: Changes) -> None:
+    """A genuine failure (the run's outcome fields already set): the run is failed and
+    counted by category; the scheduler decides later what it means for the job
+    (``services.decisions``), and emits the ``failed`` event then."""
     run.state = RunState.FAILED
-    job.failure_count = (job.failure_count or 0) + 1
-    verdict = failure_verdict(
-        job=job, category=run.failure_category, subcategory=run.failure_subcategory
-    )
-    run.retryable = verdict.retry
-    run.decision = verdict.decision
-    if verdict.retry:
-        job.state = JobState.QUEUED
-    else:
-        job.state = JobState.FAILED
-        job.terminal_reason = run.reason
-        job.terminal_message = run.message
-        job.failure_category = run.failure_category
-        job.failure_subcategory = run.failure_subcategory
-    job.last_transition_at = at
-    changes.failure_labels.append(
-        {"failure_category": run.failure_category, "failure_subcategory": run.failure_subcategory}
-    )
-    changes.failed_event(
-        run,
-        job,
-        at,
-        retryable=verdict.retry,
-        category=run.failure_category,
-        subcategory=run.failure_subcategory,
-        reason=run.reason,
-        message=run.message,
-        hint=run.hint,
-        exitCode=run.exit_code,
-        exitCodes=exit_codes or {},
+    run.decided_at = None
+    changes.counts(
+        FAILURE_CATEGORY_COUNTER,
+        [
+            {
+                "failure_category": run.failure_category,
+                "failure_subcategory": run.failure_subcategory,
+            }
+        ],
     )
 
 
@@ -252,8 +239,9 @@ def _lease_returned(
     job.terminal_message = verdict.message
     job.failure_category = verdict.category
     job.failure_subcategory = verdict.subcategory
-    changes.failure_labels.append(
-        {"failure_category": verdict.category, "failure_subcategory": verdict.subcategory}
+    changes.counts(
+        FAILURE_CATEGORY_COUNTER,
+        [{"failure_category": verdict.category, "failure_subcategory": verdict.subcategory}],
     )
     changes.failed_event(
         run,

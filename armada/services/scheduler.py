@@ -1,6 +1,7 @@
 """The scheduling cycle: load a snapshot, ask the core where jobs go, write the leases.
 
-First the runs of lost executors are expired (``services.expiry``). Then: snapshot ->
+First the runs of lost executors are expired (``services.expiry``) and every undecided
+failure is decided (``services.decisions``). Then: snapshot ->
 ``core.scheduling.schedule_round`` (per pool) -> one transaction that creates the runs,
 moves the jobs to leased (guarded: only jobs still queued) and appends the ``leased``
 events. Only one cycle runs at a time, under the ``scheduler`` leader lease.
@@ -22,18 +23,19 @@ from django.db.models import F
 from armada.core.quantity import Resources
 from armada.core.scheduling import (
     NodeState,
-    QueuedJob,
     QueueState,
-    Taint,
-    Toleration,
     schedule_round,
 )
 from armada.core.states import EventType, JobState, RunState
 from armada.models import Executor, Job, Node, Queue, Run
+from armada.services.counters import counters_reset_if_due
+from armada.services.decisions import DECISIONS_COUNTER, GANG_SKIPPED_COUNTER, failures_decide
 from armada.services.events import NewEvent, events_append
 from armada.services.expiry import runs_expire
 from armada.services.ids import new_id
 from armada.services.leader import leader_acquire
+from armada.services.mutations import avoided_node_names
+from armada.services.snapshot import node_state, queued_job
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +50,7 @@ class CycleReport:
     considered: int = 0
     leased: int = 0
     expired: int = 0
+    decided: int = 0
     unschedulable: dict[str, str] = field(default_factory=dict)
 
 
@@ -55,45 +58,18 @@ def pod_name(job_id: str) -> str:
     return f"armada-{job_id}-0"
 
 
-def _tolerations(pod_spec: dict) -> list[Toleration]:
-    out = []
-    for t in pod_spec.get("tolerations") or []:
-        if isinstance(t, dict):
-            out.append(
-                Toleration(
-                    key=str(t.get("key", "")),
-                    operator=str(t.get("operator", "Equal")),
-                    value=str(t.get("value", "")),
-                    effect=str(t.get("effect", "")),
-                )
-            )
-    return out
-
-
-def _load_nodes(pool: str, now: datetime) -> list[NodeState]:
+def _load_nodes(pool: str, now: datetime) -> tuple[list[NodeState], list[Node]]:
     timeout = timedelta(seconds=settings.ARMADA.executor_timeout)
     live = Executor.objects.filter(pool=pool, cordoned=False, last_heartbeat__gte=now - timeout)
-    nodes = {}
-    for n in Node.objects.filter(executor__in=live).order_by("executor_id", "name"):
-        nodes[(n.executor_id, n.name)] = NodeState(
-            id=f"{n.executor_id}/{n.name}",
-            executor=n.executor_id,
-            name=n.name,
-            allocatable=Resources(n.allocatable),
-            labels=n.labels,
-            taints=[
-                Taint(t.get("key", ""), t.get("value", ""), t.get("effect", "NoSchedule"))
-                for t in n.taints
-            ],
-            unschedulable=n.unschedulable,
-        )
+    rows = list(Node.objects.filter(executor__in=live).order_by("executor_id", "name"))
+    nodes = {(n.executor_id, n.name): node_state(n) for n in rows}
     for run in Run.objects.filter(pool=pool, state__in=ACTIVE_RUN_STATES).values(
         "executor", "node", "requests"
     ):
         node = nodes.get((run["executor"], run["node"]))
         if node is not None:
             node.allocated = node.allocated + run["requests"]
-    return list(nodes.values())
+    return list(nodes.values()), rows
 
 
 def _load_queues(pool: str) -> list[QueueState]:
@@ -124,27 +100,28 @@ def scheduler_cycle(*, now: datetime) -> CycleReport:
     ttl = timedelta(seconds=max(30.0, config.scheduling.cycle_period * 10))
     if not leader_acquire(name=LEADER_NAME, holder=HOLDER, now=now, ttl=ttl):
         return CycleReport(ran=False)
+    counters_reset_if_due(
+        names=[DECISIONS_COUNTER, GANG_SKIPPED_COUNTER],
+        now=now,
+        interval_seconds=config.metrics.job_state_metrics_reset_interval,
+    )
     expired = runs_expire(now=now)
+    decided = failures_decide(now=now)
     classes = config.scheduling.priority_classes
     max_leases = config.scheduling.maximum_jobs_per_round
     jobs = _load_queued_jobs(limit=max_leases * 10)
-    report = CycleReport(considered=len(jobs), expired=expired)
+    report = CycleReport(considered=len(jobs), expired=expired, decided=decided)
     leases = []
     remaining = dict(jobs)
     for pool in config.scheduling.pools:
         if not remaining or len(leases) >= max_leases:
             break
-        nodes = _load_nodes(pool.name, now)
+        nodes, rows = _load_nodes(pool.name, now)
         candidates = [
-            QueuedJob(
-                id=j.id,
-                queue=j.queue_id,
-                requests=Resources(j.requests),
-                priority=j.priority,
+            queued_job(
+                j,
                 urgency=classes[j.priority_class].priority if j.priority_class in classes else 0,
-                node_selector=j.pod_spec.get("nodeSelector") or {},
-                tolerations=_tolerations(j.pod_spec),
-                avoid_nodes=frozenset(j.mutations.get("avoidNodes", [])),
+                avoid_nodes=avoided_node_names(rows, set(j.mutations.get("avoidNodes", []))),
             )
             for j in remaining.values()
         ]

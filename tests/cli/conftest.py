@@ -1,7 +1,9 @@
 """A fake Armada API on a real socket, for testing ``armadactl`` without Django.
 
 ``FakeArmada`` serves the REST contract from memory with ``ThreadingHTTPServer`` on
-127.0.0.1, port 0. Each request is recorded (method, path as sent, query, headers, JSON
+127.0.0.1, port 0: queues (create, get, list, PATCH, DELETE, cordon, uncordon), retry
+policies (create, get, list, PUT, DELETE), job submission, a job with its runs, a run's log
+and the event stream. Each request is recorded (method, path as sent, query, headers, JSON
 body). The events endpoint streams NDJSON and follows a list of ``StreamPlan``s, one per
 connection, so a test can cut a stream half way (chunked body broken off, or a
 close-delimited body ended mid-line) and check that the client resumes from its cursor.
@@ -36,6 +38,33 @@ QUEUE_DEFAULTS: dict[str, Any] = {
     "createdAt": CREATED,
     "updatedAt": CREATED,
 }
+
+
+POLICY_API_VERSION = "armadaproject.io/v1beta1"
+POLICY_ACTIONS = ("Retry", "Fail")
+POLICY_FIELDS = ("apiVersion", "kind", "name", "retryLimit", "defaultAction", "rules")
+
+
+def policy_errors(body: Any) -> list[tuple[str, str]]:
+    """A small part of the server's policy validation, enough to give field errors. It
+    refuses every field it does not know, ``version`` and the times included (the real
+    server ignores those), so a test sees whether the client sends them back."""
+    if not isinstance(body, dict):
+        return [("", "a retry policy is a JSON object")]
+    errors: list[tuple[str, str]] = [
+        (str(key), "unknown field") for key in body if key not in POLICY_FIELDS
+    ]
+    if not isinstance(body.get("name"), str) or not body["name"]:
+        errors.append(("name", "is required"))
+    limit = body.get("retryLimit")
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
+        errors.append(("retryLimit", "must be a whole number, 0 or more"))
+    if body.get("defaultAction", "Fail") not in POLICY_ACTIONS:
+        errors.append(("defaultAction", "must be Retry or Fail"))
+    for i, rule in enumerate(body.get("rules") or []):
+        if not isinstance(rule, dict) or rule.get("action") not in POLICY_ACTIONS:
+            errors.append((f"rules[{i}].action", "must be Retry or Fail"))
+    return errors
 
 
 @dataclass
@@ -88,6 +117,10 @@ def event(
 class FakeArmada:
     url: str = ""
     queues: dict[str, dict[str, Any]] = field(default_factory=dict)
+    policies: dict[str, dict[str, Any]] = field(default_factory=dict)
+    jobs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    run_logs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    busy_queues: set[str] = field(default_factory=set)  # DELETE answers 409 (unfinished jobs)
     events: list[dict[str, Any]] = field(default_factory=list)
     stream_plans: list[StreamPlan] = field(default_factory=list)
     raw_prefix: list[bytes] = field(default_factory=list)  # lines sent before the events
@@ -101,6 +134,30 @@ class FakeArmada:
         queue = {"name": name, **QUEUE_DEFAULTS, **fields}
         self.queues[name] = queue
         return queue
+
+    def add_policy(self, name: str, **fields: Any) -> dict[str, Any]:
+        """A stored policy as the contract returns it (file fields, then version and times)."""
+        policy = {
+            "apiVersion": POLICY_API_VERSION,
+            "kind": "RetryPolicy",
+            "name": name,
+            "retryLimit": 3,
+            "defaultAction": "Fail",
+            "rules": [],
+            "version": 1,
+            "createdAt": CREATED,
+            "updatedAt": CREATED,
+            "updatedBy": "admin",
+        }
+        policy.update(fields)
+        self.policies[name] = policy
+        return policy
+
+    def store_policy(self, body: dict[str, Any], version: int) -> dict[str, Any]:
+        """Store a checked policy body (see ``policy_errors``) with ``version``."""
+        fields = {k: v for k, v in body.items() if k not in ("apiVersion", "kind", "name")}
+        updated = f"2025-03-05T00:00:{version:02d}Z"
+        return self.add_policy(body["name"], version=version, updatedAt=updated, **fields)
 
     def paths(self, method: str | None = None) -> list[str]:
         return [r.path for r in self.requests if method is None or r.method == method]
@@ -126,6 +183,10 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+
+    def send_empty(self, status: int = 204) -> None:
+        self.send_response(status)
+        self.end_headers()
 
     def send_error_body(
         self, status: int, message: str, errors: list[tuple[str, str]] = ()
@@ -172,6 +233,28 @@ class Handler(BaseHTTPRequestHandler):
             if queue is None:
                 return self.send_error_body(404, f"queue {segments[4]} does not exist")
             return self.send_json(200, queue)
+        if path == "/api/v1/retry-policies":
+            policies = sorted(self.fake.policies.values(), key=lambda p: p["name"])
+            return self.send_json(200, policies)
+        if len(segments) == 5 and segments[:4] == ["", "api", "v1", "retry-policies"]:
+            policy = self.fake.policies.get(segments[4])
+            if policy is None:
+                return self.send_error_body(404, f"retry policy {segments[4]!r} does not exist")
+            return self.send_json(200, policy)
+        if len(segments) == 5 and segments[:4] == ["", "api", "v1", "jobs"]:
+            job = self.fake.jobs.get(segments[4])
+            if job is None:
+                return self.send_error_body(404, f"job {segments[4]} does not exist")
+            return self.send_json(200, job)
+        if (
+            len(segments) == 6
+            and segments[:4] == ["", "api", "v1", "runs"]
+            and segments[5] == "log"
+        ):
+            entry = self.fake.run_logs.get(segments[4])
+            if entry is None:
+                return self.send_error_body(404, f"run {segments[4]} does not exist")
+            return self.send_json(200, entry)
         if (
             len(segments) == 7
             and segments[:4] == ["", "api", "v1", "job-sets"]
@@ -195,6 +278,26 @@ class Handler(BaseHTTPRequestHandler):
                     400, "the queue is not valid", [("name", "must be a lower-case RFC 1123 label")]
                 )
             return self.send_json(201, self.fake.add_queue(**body))
+        if path == "/api/v1/retry-policies":
+            errors = policy_errors(body)
+            if errors:
+                return self.send_error_body(400, "the retry policy is not valid", errors)
+            if body["name"] in self.fake.policies:
+                return self.send_error_body(
+                    409, f"retry policy {body['name']!r} already exists; use update to change it"
+                )
+            return self.send_json(201, self.fake.store_policy(body, version=1))
+        segments = [unquote(s) for s in path.split("/")]
+        if (
+            len(segments) == 6
+            and segments[:4] == ["", "api", "v1", "queues"]
+            and segments[5] in ("cordon", "uncordon")
+        ):
+            queue = self.fake.queues.get(segments[4])
+            if queue is None:
+                return self.send_error_body(404, f"queue {segments[4]} does not exist")
+            queue["cordoned"] = segments[5] == "cordon"
+            return self.send_json(200, queue)
         if path == "/api/v1/jobs":
             if body["queue"] not in self.fake.queues:
                 return self.send_error_body(404, f"queue {body['queue']} does not exist")
@@ -212,6 +315,79 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_json(
                 201, {"jobIds": ids, "queue": body["queue"], "jobSetId": body["jobSetId"]}
             )
+        return self.send_error_body(404, f"no route for {path}")
+
+    def do_PATCH(self) -> None:
+        path, _, body = self.record()
+        if not self.authorized():
+            return self.send_error_body(401, "Authentication credentials were not provided.")
+        segments = [unquote(s) for s in path.split("/")]
+        if len(segments) == 5 and segments[:4] == ["", "api", "v1", "queues"]:
+            queue = self.fake.queues.get(segments[4])
+            if queue is None:
+                return self.send_error_body(404, f"queue {segments[4]} does not exist")
+            errors = [
+                (f"retryPolicies[{i}]", f"retry policy {name!r} does not exist")
+                for i, name in enumerate(body.get("retryPolicies") or [])
+                if name not in self.fake.policies
+            ]
+            if body.get("priorityFactor", 1.0) < 1.0:
+                errors.append(("priorityFactor", "must be at least 1.0"))
+            if errors:
+                return self.send_error_body(400, "the queue is not valid", errors)
+            queue.update(body)
+            return self.send_json(200, queue)
+        return self.send_error_body(404, f"no route for {path}")
+
+    def do_PUT(self) -> None:
+        path, _, body = self.record()
+        if not self.authorized():
+            return self.send_error_body(401, "Authentication credentials were not provided.")
+        segments = [unquote(s) for s in path.split("/")]
+        if len(segments) == 5 and segments[:4] == ["", "api", "v1", "retry-policies"]:
+            name = segments[4]
+            current = self.fake.policies.get(name)
+            if current is None:
+                return self.send_error_body(404, f"retry policy {name!r} does not exist")
+            errors = policy_errors(body)
+            if not errors and body["name"] != name:
+                errors = [
+                    ("name", f"the body names {body['name']!r} but the request is for {name!r}")
+                ]
+            if errors:
+                return self.send_error_body(400, "the retry policy is not valid", errors)
+            return self.send_json(200, self.fake.store_policy(body, current["version"] + 1))
+        return self.send_error_body(404, f"no route for {path}")
+
+    def do_DELETE(self) -> None:
+        path, _, _ = self.record()
+        if not self.authorized():
+            return self.send_error_body(401, "Authentication credentials were not provided.")
+        segments = [unquote(s) for s in path.split("/")]
+        if len(segments) == 5 and segments[:4] == ["", "api", "v1", "queues"]:
+            name = segments[4]
+            if name not in self.fake.queues:
+                return self.send_error_body(404, f"queue {name} does not exist")
+            if name in self.fake.busy_queues:
+                return self.send_error_body(
+                    409, f"queue {name} has unfinished jobs; cancel them or wait"
+                )
+            del self.fake.queues[name]
+            return self.send_empty()
+        if len(segments) == 5 and segments[:4] == ["", "api", "v1", "retry-policies"]:
+            name = segments[4]
+            if name not in self.fake.policies:
+                return self.send_error_body(404, f"retry policy {name!r} does not exist")
+            users = sorted(
+                q["name"] for q in self.fake.queues.values() if name in q["retryPolicies"]
+            )
+            if users:
+                return self.send_error_body(
+                    409,
+                    f"retry policy {name!r} is used by queue(s) {', '.join(users)}; detach it first",
+                )
+            del self.fake.policies[name]
+            return self.send_empty()
         return self.send_error_body(404, f"no route for {path}")
 
     def stream_events(self, query: dict[str, str]) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import re
 import time
 from collections.abc import Iterator
 from datetime import UTC, timedelta, timezone
@@ -25,7 +26,7 @@ from armada.cli.jobfile import check_job_file, load_job_file
 from armada.cli.main import build_parser, main
 from armada.cli.output import cell, format_error, render_data, render_queues_table
 from armada.cli.watch import JobSetTracker, format_event, format_time, run_watch
-from tests.cli.conftest import FakeArmada, StreamPlan, event
+from tests.cli.conftest import CREATED, FakeArmada, StreamPlan, event
 
 VALID_JOB_FILE = {
     "queue": "q1",
@@ -936,3 +937,255 @@ def test_ctrl_c_during_watch_prints_summary_and_resume_hint(
     assert code == 130
     assert out.splitlines()[-1] == "[1 job] running: 1"
     assert err.strip() == "Stopped; resume with --from 42"
+
+
+# -- queue changes, jobs and logs against the server --------------------------------------
+
+
+def test_create_queue_sends_several_retry_policies_as_a_list(
+    capsys: pytest.CaptureFixture[str], fake_armada: FakeArmada
+) -> None:
+    argv = ["--url", fake_armada.url, "create", "queue", "q1", "--retry-policies", "a, b"]
+    assert run(capsys, *argv)[0] == 0
+    assert fake_armada.requests[0].body == {"name": "q1", "retryPolicies": ["a", "b"]}
+
+
+def test_update_queue_patches_only_the_flags_given(
+    capsys: pytest.CaptureFixture[str], fake_armada: FakeArmada
+) -> None:
+    fake_armada.add_queue("analytics", owners=["carol"], labels={"old": "1"})
+    fake_armada.add_policy("oom")
+    fake_armada.add_policy("net")
+    code, out, err = run(
+        capsys,
+        "--url",
+        fake_armada.url,
+        "update",
+        "queue",
+        "analytics",
+        "--priority-factor",
+        "2",
+        "--owners",
+        "alice,bob",
+        "--group-owners",
+        "ops",
+        "--labels",
+        "team=data,tier=gold",
+        "--retry-policies",
+        "oom,net",
+        "--cordoned",
+    )
+    assert (code, err) == (0, "")
+    assert out == "Updated queue analytics\n"
+    (request,) = fake_armada.requests
+    assert (request.method, request.path) == ("PATCH", "/api/v1/queues/analytics")
+    assert request.body == {
+        "priorityFactor": 2.0,
+        "owners": ["alice", "bob"],
+        "groupOwners": ["ops"],
+        "labels": {"team": "data", "tier": "gold"},
+        "retryPolicies": ["oom", "net"],
+        "cordoned": True,
+    }
+    assert fake_armada.queues["analytics"]["retryPolicies"] == ["oom", "net"]
+
+
+@pytest.mark.parametrize(
+    ("flags", "body"),
+    [
+        (["--retry-policies", ""], {"retryPolicies": []}),
+        (["--owners", ""], {"owners": []}),
+        (["--labels", ""], {"labels": {}}),
+        (["--uncordoned"], {"cordoned": False}),
+        (["--priority-factor", "1.5"], {"priorityFactor": 1.5}),
+    ],
+    ids=["clear-policies", "clear-owners", "clear-labels", "uncordoned", "priority-only"],
+)
+def test_update_queue_single_flags(
+    capsys: pytest.CaptureFixture[str],
+    fake_armada: FakeArmada,
+    flags: list[str],
+    body: dict[str, Any],
+) -> None:
+    fake_armada.add_queue("q1", retryPolicies=["oom"], owners=["a"], cordoned=True)
+    code, out, _ = run(capsys, "--url", fake_armada.url, "update", "queue", "q1", *flags)
+    assert (code, out) == (0, "Updated queue q1\n")
+    assert fake_armada.requests[0].body == body
+
+
+def test_update_queue_without_flags_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], fake_armada: FakeArmada
+) -> None:
+    code, out, err = run(capsys, "--url", fake_armada.url, "update", "queue", "q1")
+    assert (code, out) == (2, "")
+    assert err.startswith("usage: armadactl update queue")
+    assert err.splitlines()[-1].startswith("Error: nothing to change; give at least one of")
+    assert fake_armada.requests == []
+
+
+def test_update_queue_cordoned_and_uncordoned_exclude_each_other(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, _, err = run(capsys, "update", "queue", "q1", "--cordoned", "--uncordoned")
+    assert code == 2
+    assert "Error: argument --uncordoned: not allowed with argument --cordoned" in err
+
+
+def test_update_queue_prints_field_errors_and_not_found(
+    capsys: pytest.CaptureFixture[str], fake_armada: FakeArmada
+) -> None:
+    fake_armada.add_queue("q1")
+    code, out, err = run(
+        capsys,
+        "--url",
+        fake_armada.url,
+        "update",
+        "queue",
+        "q1",
+        "--retry-policies",
+        "ghost",
+        "--priority-factor",
+        "0.5",
+    )
+    assert (code, out) == (1, "")
+    assert err.splitlines() == [
+        "Error: the queue is not valid",
+        "  retryPolicies[0]: retry policy 'ghost' does not exist",
+        "  priorityFactor: must be at least 1.0",
+    ]
+    assert fake_armada.queues["q1"]["retryPolicies"] == []
+
+    code, out, err = run(capsys, "--url", fake_armada.url, "update", "queue", "nope", "--cordoned")
+    assert (code, out) == (1, "")
+    assert err.strip() == "Error: queue nope does not exist"
+
+
+def test_delete_queue(capsys: pytest.CaptureFixture[str], fake_armada: FakeArmada) -> None:
+    fake_armada.add_queue("old")
+    code, out, err = run(capsys, "--url", fake_armada.url, "delete", "queue", "old")
+    assert (code, out, err) == (0, "Deleted queue old\n", "")
+    (request,) = fake_armada.requests
+    assert (request.method, request.path, request.body) == ("DELETE", "/api/v1/queues/old", None)
+    assert "old" not in fake_armada.queues
+
+
+def test_delete_queue_refused_by_the_server(
+    capsys: pytest.CaptureFixture[str], fake_armada: FakeArmada
+) -> None:
+    fake_armada.add_queue("busy")
+    fake_armada.busy_queues.add("busy")
+    code, out, err = run(capsys, "--url", fake_armada.url, "delete", "queue", "busy")
+    assert (code, out) == (1, "")
+    assert err.strip() == "Error: queue busy has unfinished jobs; cancel them or wait"
+    code, _, err = run(capsys, "--url", fake_armada.url, "delete", "queue", "ghost")
+    assert code == 1 and err.strip() == "Error: queue ghost does not exist"
+
+
+def test_cordon_and_uncordon_queue(
+    capsys: pytest.CaptureFixture[str], fake_armada: FakeArmada
+) -> None:
+    fake_armada.add_queue("q1")
+    code, out, err = run(capsys, "--url", fake_armada.url, "cordon", "queue", "q1")
+    assert (code, out, err) == (0, "Cordoned queue q1\n", "")
+    assert fake_armada.queues["q1"]["cordoned"] is True
+    code, out, _ = run(capsys, "uncordon", "queue", "q1", "--url", fake_armada.url)
+    assert (code, out) == (0, "Uncordoned queue q1\n")
+    assert fake_armada.queues["q1"]["cordoned"] is False
+    assert [(r.method, r.path, r.body) for r in fake_armada.requests] == [
+        ("POST", "/api/v1/queues/q1/cordon", None),
+        ("POST", "/api/v1/queues/q1/uncordon", None),
+    ]
+    code, _, err = run(capsys, "--url", fake_armada.url, "cordon", "queue", "ghost")
+    assert code == 1 and err.strip() == "Error: queue ghost does not exist"
+
+
+JOB_WITH_RUNS = {
+    "id": "01jjob0001",
+    "queue": "q1",
+    "jobSetId": "js1",
+    "state": "running",
+    "priority": 0,
+    "runs": [
+        {
+            "id": "01jrun0001",
+            "state": "failed",
+            "node": "node-7",
+            "exitCode": 137,
+            "reason": "OOMKilled",
+            "message": "container main was killed",
+            "failureCategory": "resources",
+            "failureSubcategory": "oom",
+            "hint": "raise the memory request",
+            "retryable": True,
+            "decision": {"action": "Retry", "policy": "oom", "rule": 0},
+        },
+        {"id": "01jrun0002", "state": "running", "node": "node-3", "exitCode": None},
+    ],
+}
+
+
+def test_get_job_yaml_by_default_and_json(
+    capsys: pytest.CaptureFixture[str], fake_armada: FakeArmada
+) -> None:
+    fake_armada.jobs["01jjob0001"] = JOB_WITH_RUNS
+    code, out, err = run(capsys, "--url", fake_armada.url, "get", "job", "01jjob0001")
+    assert (code, err) == (0, "")
+    assert yaml.safe_load(out) == JOB_WITH_RUNS
+    assert out.startswith("id: 01jjob0001\nqueue: q1\n")  # the server's key order
+    assert "  failureCategory: resources\n" in out
+    code, out, _ = run(capsys, "--url", fake_armada.url, "get", "job", "01jjob0001", "-o", "json")
+    assert code == 0
+    assert json.loads(out) == JOB_WITH_RUNS
+    assert fake_armada.paths() == ["/api/v1/jobs/01jjob0001"] * 2
+
+
+def test_get_job_not_found(capsys: pytest.CaptureFixture[str], fake_armada: FakeArmada) -> None:
+    code, out, err = run(capsys, "--url", fake_armada.url, "get", "job", "nope")
+    assert (code, out) == (1, "")
+    assert err.strip() == "Error: job nope does not exist"
+
+
+def test_logs_prints_the_text_as_is(
+    capsys: pytest.CaptureFixture[str], fake_armada: FakeArmada
+) -> None:
+    text = "starting\n\ttab and  spaces\nno newline at the end"
+    fake_armada.run_logs["01jrun0001"] = {
+        "runId": "01jrun0001",
+        "jobId": "01jjob0001",
+        "log": text,
+        "truncated": False,
+        "updatedAt": CREATED,
+    }
+    code, out, err = run(capsys, "--url", fake_armada.url, "logs", "01jrun0001")
+    assert (code, out, err) == (0, text, "")
+    assert fake_armada.paths() == ["/api/v1/runs/01jrun0001/log"]
+
+
+def test_logs_says_when_truncated_or_empty(
+    capsys: pytest.CaptureFixture[str], fake_armada: FakeArmada
+) -> None:
+    fake_armada.run_logs["r1"] = {"runId": "r1", "jobId": "j", "log": "tail\n", "truncated": True}
+    fake_armada.run_logs["r2"] = {"runId": "r2", "jobId": "j", "log": "", "truncated": False}
+    code, out, err = run(capsys, "--url", fake_armada.url, "logs", "r1")
+    assert (code, out) == (0, "tail\n")
+    assert err.strip() == "Note: the server truncated this log; it is not the whole log."
+    code, out, err = run(capsys, "--url", fake_armada.url, "logs", "r2")
+    assert (code, out) == (0, "")
+    assert err.strip() == "Run r2 has no log."
+    code, out, err = run(capsys, "--url", fake_armada.url, "logs", "r3")
+    assert (code, out) == (1, "")
+    assert err.strip() == "Error: run r3 does not exist"
+
+
+def test_help_lists_the_new_commands(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "--help")
+    assert code == 0
+    for text in ("update", "delete", "cordon", "uncordon", "logs", "create retry-policy -f"):
+        assert text in out
+    code, out, _ = run(capsys, "update", "queue", "--help")
+    assert code == 0
+    assert "--retry-policies P1,P2" in out and '"" clears it' in out
+    code, out, _ = run(capsys, "get", "--help")
+    assert code == 0
+    listed = [line.split()[0] for line in out.splitlines() if re.match(r"    \S", line)]
+    assert listed == ["queue", "queues", "retry-policy", "retry-policies", "job"]

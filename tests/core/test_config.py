@@ -251,7 +251,7 @@ def test_shipped_config_file_shows_the_defaults():
     assert cfg.model_copy(update={"executors": []}) == defaults
     local = cfg.executor("local")
     assert local.model_copy(
-        update={"nodes": [], "error_categories": ErrorCategories()}
+        update={"nodes": [], "error_categories": ErrorCategories(), "tracked_node_labels": []}
     ) == Executor(id="local")
     assert [c.name for c in local.error_categories.categories] == [
         "oom",

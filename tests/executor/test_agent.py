@@ -98,6 +98,7 @@ def test_every_failure_is_categorised_and_the_pod_handled_as_its_category_says(
     scheduler_cycle(now=at(1))
     a.tick(at(2))
     a.tick(at(5))
+    scheduler_cycle(now=at(6))  # the scheduler decides (legacy here) and emits `failed`
     run = run_of(job_id)
     assert (run.state, run.failure_category, run.failure_subcategory) == (
         "failed",
@@ -118,6 +119,7 @@ def test_the_hint_is_kept_beside_the_error(queue, owner):
     scheduler_cycle(now=at(1))
     a.tick(at(2))
     a.tick(at(5))
+    scheduler_cycle(now=at(6))
     hint = "The job used more memory than its limit; ask for more memory."
     assert run_of(job_id).hint == hint
     assert Event.objects.get(job_id=job_id, type="failed").payload["hint"] == hint
@@ -151,6 +153,7 @@ def test_a_pod_that_will_not_go_is_reported_stuck_terminating_and_not_retried(qu
     a.tick(at(30))
     assert run_of(job_id).state == "running"
     a.tick(at(35))
+    scheduler_cycle(now=at(36))
     run = run_of(job_id)
     assert (run.state, run.failure_category, run.failure_subcategory) == (
         "failed",

@@ -80,6 +80,7 @@ def test_exit_code_one_fails_the_job_with_the_exit_code_in_the_event(queue, owne
     scheduler_cycle(now=at(1))
     agent.tick(at(2))
     agent.tick(at(10))
+    scheduler_cycle(now=at(11))  # the scheduler decides what the failure means
 
     job_row = Job.objects.get(id=job_id)
     assert job_row.state == "failed"
@@ -183,6 +184,7 @@ def test_lost_pod_is_reported_as_internal_pod_missing(queue, owner):
     agent.tick(at(2))
     restarted = ExecutorAgent(executor_config())  # a new process: the fake cluster is gone
     restarted.tick(at(3))
+    scheduler_cycle(now=at(4))
     run = Run.objects.get(job_id=job_id)
     assert (run.state, run.failure_category, run.failure_subcategory) == (
         "failed",

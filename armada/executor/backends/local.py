@@ -1,0 +1,927 @@
+"""The ``local`` executor backend: a pod is a group of processes on this machine.
+
+There are no images: each container runs its ``command`` + ``args`` (Kubernetes semantics,
+including ``$(VAR)`` expansion) with its ``env`` and ``workingDir``; ``image``, volumes, probes
+and security contexts are ignored, and the processes run as the executor's own user.
+
+Design
+------
+*State.* Everything about a pod lives in ``<state_dir>/pods/<pod name>/`` (file names in
+``local_shim``): ``pod.json`` (the request and the resolved plan, written once by
+``create_pod``), ``shim.json`` (pid, start time and boot id of the pod's shim),
+``status.json`` (progress and results, kept by the shim), ``delete.json`` (written by
+``delete_pod``), ``lost.json`` (written when the shim is found gone without a result),
+``logs/<container>.log``, ``termination/<container>`` and ``work/`` (default working
+directory and HOME). The directory is the pod: it exists from ``create_pod`` until deletion
+has completed, which is what makes ``PodExists`` race-free (``mkdir``) across processes.
+
+*Shim.* ``create_pod`` starts ``local_shim.py`` for the pod in a session of its own and waits
+only until it reports ready. The shim runs the init containers in order, then the containers
+side by side, records start and end times (wall clock), exit codes, OOM kills and
+termination messages in ``status.json``, enforces ``activeDeadlineSeconds`` and performs
+deletions. The worker keeps nothing in memory that matters: a new ``LocalBackend`` on the same
+``state_dir``, in any process, sees every pod from its files. A pod whose shim is no longer
+alive (checked by pid, start time and boot id) and left no final status is reported failed
+with ``lost`` and ``pod_error`` set (the agent reports it internal / pod-missing).
+
+*Memory.* One cgroup per pod with the pod's memory limit (Kubernetes' rule: the sum of the
+containers' limits, or the largest init container's if that is larger; no limit when any
+container has none), and below it one cgroup per container, so that an OOM kill is
+attributed to the container it hit. cgroup v2 (``memory.max``, swap off) is preferred where a
+v2 hierarchy with the memory controller can be delegated; else v1
+(``memory.limit_in_bytes`` and ``memory.memsw.limit_in_bytes``) under
+``<memory mount>/armada/<executor_id>/<pod>``. Only where neither can be made, each process
+gets ``RLIMIT_AS`` = the pod's limit (address space, not memory; OOM kills cannot be seen),
+with a warning logged once. Cgroups are removed when the pod is deleted.
+
+*CPU.* Best effort: v1 ``cpu.shares`` (1024 per cpu) or v2 ``cpu.weight`` from the pod's cpu
+request; no quota.
+
+*Time.* Timestamps come from the wall clock of the processes that saw the events (the shim,
+or this backend when it created the pod or found it lost), never from ``now``. Deadlines and
+grace periods are timed by the shim on its own clocks, because it keeps running when the
+worker does not; the ``now`` arguments are accepted for the interface and otherwise unused.
+
+*Deletion.* ``delete_pod`` records the time after which SIGKILL is due (grace: the argument
+when positive, else the pod's ``terminationGracePeriodSeconds``, else
+``default_grace_seconds``) and wakes the shim, which sends SIGTERM to each container's main
+process and SIGKILL to everything in the container once that time has come. ``poll`` (or
+``delete_pod`` on a finished pod) removes the cgroups and the directory once no process is
+left; until then the pod is listed with ``deleting``. A lost pod is SIGKILLed at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from armada.core.quantity import parse_quantity
+from armada.executor.backends import local_shim as shim
+from armada.executor.backends.base import (
+    ContainerResult,
+    PodCreationFailed,
+    PodExists,
+    PodRequest,
+    PodStatus,
+)
+
+log = logging.getLogger(__name__)
+
+SHIM_PATH = Path(shim.__file__).resolve()
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+DEFAULT_GRACE_SECONDS = 30.0  # Kubernetes' terminationGracePeriodSeconds default
+K8S_TERMINATION_LOG = "/dev/termination-log"
+SHIM_START_TIMEOUT = 10.0
+# A pod directory without pod.json (or a pod without shim.json) younger than this is taken to
+# be in the middle of create_pod in some process; older, it is a creation that died.
+CREATION_WINDOW = 60.0
+
+CgroupMode = Literal["auto", "v2", "v1", "none"]
+
+_POD_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
+_CONTAINER_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_rlimit_warned = False
+
+
+def _valid_pod_name(name: str) -> bool:
+    return isinstance(name, str) and bool(_POD_NAME.match(name)) and ".." not in name
+
+
+def _ts(value: float | None) -> datetime | None:
+    return None if value is None else datetime.fromtimestamp(value, tz=UTC)
+
+
+def _warn_rlimit_once() -> None:
+    global _rlimit_warned
+    if not _rlimit_warned:
+        _rlimit_warned = True
+        log.warning(
+            "local backend: no writable memory cgroup (v2 or v1) on this machine; pod memory "
+            "limits fall back to RLIMIT_AS per process, which limits address space rather "
+            "than memory, and OOM kills cannot be reported"
+        )
+
+
+# --- cgroups -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Cgroups:
+    """Where this executor's pods get their cgroups."""
+
+    version: int
+    memory: Path  # <hierarchy>/armada/<executor_id>
+    cpu: Path | None  # v1: in the cpu hierarchy; v2: == memory when cpu can be delegated
+
+
+def _mounts() -> list[tuple[Path, str, set[str]]]:
+    try:
+        text = Path("/proc/self/mounts").read_text()
+    except OSError:
+        return []
+    out = []
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) >= 4:
+            point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), parts[1])
+            out.append((Path(point), parts[2], set(parts[3].split(","))))
+    return out
+
+
+def _enable(cgroup: Path, controller: str) -> None:
+    """Make ``controller`` available to the children of ``cgroup`` (v2)."""
+    if controller not in (cgroup / "cgroup.subtree_control").read_text().split():
+        (cgroup / "cgroup.subtree_control").write_text(f"+{controller}")
+
+
+def _try_enable(cgroup: Path, controller: str) -> bool:
+    try:
+        _enable(cgroup, controller)
+    except OSError:
+        return False
+    return True
+
+
+def _probe_v2(executor_id: str) -> _Cgroups | None:
+    for point, fstype, _ in _mounts():
+        if fstype != "cgroup2":
+            continue
+        try:
+            controllers = (point / "cgroup.controllers").read_text().split()
+            if "memory" not in controllers:
+                continue
+            cpu = "cpu" in controllers
+            base = point / "armada" / executor_id
+            parent = point
+            for child in (point / "armada", base):
+                _enable(parent, "memory")
+                cpu = cpu and _try_enable(parent, "cpu")
+                child.mkdir(exist_ok=True)
+                parent = child
+            _enable(base, "memory")
+            cpu = cpu and _try_enable(base, "cpu")
+        except OSError:
+            continue
+        return _Cgroups(2, base, base if cpu else None)
+    return None
+
+
+def _probe_v1(executor_id: str) -> _Cgroups | None:
+    memory = cpu = None
+    for point, fstype, options in _mounts():
+        if fstype == "cgroup":
+            if "memory" in options and memory is None:
+                memory = point
+            if "cpu" in options and cpu is None:
+                cpu = point
+    if memory is None:
+        return None
+    try:
+        base = memory / "armada" / executor_id
+        base.mkdir(parents=True, exist_ok=True)
+        if not (base / "memory.limit_in_bytes").exists():
+            return None
+    except OSError:
+        return None
+    cpu_base = None
+    if cpu is not None:
+        with contextlib.suppress(OSError):
+            candidate = cpu / "armada" / executor_id
+            candidate.mkdir(parents=True, exist_ok=True)
+            if (candidate / "cpu.shares").exists():
+                cpu_base = candidate
+    return _Cgroups(1, base, cpu_base)
+
+
+def _cpu_shares(millicores: int) -> int:
+    return max(2, min(262144, millicores * 1024 // 1000))
+
+
+def _cpu_weight(millicores: int) -> int:
+    """Kubernetes' conversion of cpu.shares to cgroup v2 cpu.weight."""
+    return 1 + ((_cpu_shares(millicores) - 2) * 9999) // 262142
+
+
+def _rmdir_tree(cgroup: Path) -> bool:
+    """Remove a cgroup and its child cgroups; False when processes keep it busy."""
+    if not cgroup.is_dir():
+        return True
+    ok = True
+    for child in cgroup.iterdir():
+        if child.is_dir():
+            ok = _rmdir_tree(child) and ok
+    try:
+        cgroup.rmdir()
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return False
+    return ok
+
+
+def _remove_cgroups(info: Mapping[str, Any]) -> bool:
+    """Remove a pod's cgroups; processes still in them are SIGKILLed and False returned (the
+    next call finishes the job)."""
+    ok = True
+    dirs = [*info.get("containers", {}).values(), info.get("pod"), info.get("cpu")]
+    for d in dirs:
+        if not d:
+            continue
+        try:
+            os.rmdir(d)
+        except FileNotFoundError:
+            pass
+        except OSError:
+            ok = False
+            shim.kill_cgroup(d)
+    return ok
+
+
+def _make_pod_cgroups(
+    setup: _Cgroups,
+    name: str,
+    containers: list[str],
+    memory_limit: int | None,
+    cpu_millis: int,
+) -> dict[str, Any]:
+    pod = setup.memory / name
+    cpu_dir = setup.cpu / name if setup.version == 1 and setup.cpu is not None else None
+    for stale in (pod, cpu_dir):
+        if stale is not None and not _rmdir_tree(stale):
+            raise PodCreationFailed(
+                f"cgroup {stale} is left over from an earlier pod {name} and still has processes"
+            )
+    info: dict[str, Any] = {"version": setup.version, "pod": str(pod), "cpu": None}
+    info["containers"] = {}
+    try:
+        pod.mkdir()
+        if setup.version == 2:
+            if memory_limit:
+                (pod / "memory.max").write_text(str(memory_limit))
+                with contextlib.suppress(OSError):
+                    (pod / "memory.swap.max").write_text("0")
+            _enable(pod, "memory")
+            if setup.cpu is not None:
+                with contextlib.suppress(OSError):
+                    (pod / "cpu.weight").write_text(str(_cpu_weight(cpu_millis)))
+                    _enable(pod, "cpu")
+        elif memory_limit:
+            (pod / "memory.limit_in_bytes").write_text(str(memory_limit))
+            memsw = pod / "memory.memsw.limit_in_bytes"
+            if memsw.exists():
+                memsw.write_text(str(memory_limit))
+            with contextlib.suppress(OSError):
+                (pod / "memory.swappiness").write_text("0")
+        for container in containers:
+            child = pod / f"ctr-{container}"
+            child.mkdir()
+            info["containers"][container] = str(child)
+            if setup.version == 2:
+                with contextlib.suppress(OSError):
+                    (child / "memory.oom.group").write_text("1")
+    except OSError as exc:
+        _remove_cgroups(info)
+        raise PodCreationFailed(f"cannot set up the memory cgroup {pod}: {exc}") from exc
+    if cpu_dir is not None:
+        try:
+            cpu_dir.mkdir()
+            info["cpu"] = str(cpu_dir)
+            (cpu_dir / "cpu.shares").write_text(str(_cpu_shares(cpu_millis)))
+        except OSError as exc:  # best effort: the pod runs without its cpu share
+            log.warning("local backend: cpu cgroup %s not set up: %s", cpu_dir, exc)
+    return info
+
+
+# --- pod specs -----------------------------------------------------------------------------
+
+
+def _expand(text: str, env: Mapping[str, str]) -> str:
+    """Kubernetes' ``$(VAR)`` expansion: ``$(NAME)`` becomes the value of a defined variable
+    (left alone when undefined), ``$$`` becomes ``$``."""
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        if text[i] == "$" and i + 1 < len(text):
+            nxt = text[i + 1]
+            if nxt == "$":
+                out.append("$")
+                i += 2
+                continue
+            if nxt == "(":
+                end = text.find(")", i + 2)
+                if end != -1:
+                    name = text[i + 2 : end]
+                    out.append(env[name] if name in env else text[i : end + 1])
+                    i = end + 1
+                    continue
+        out.append(text[i])
+        i += 1
+    return "".join(out)
+
+
+def _strings(value: Any, where: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise PodCreationFailed(f"{where} must be a list of strings")
+    return value
+
+
+def _quantity(container: Mapping[str, Any], kind: str, resource: str) -> int | None:
+    resources = container.get("resources") or {}
+    value = (resources.get(kind) or {}).get(resource) if isinstance(resources, dict) else None
+    if value is None:
+        return None
+    try:
+        return parse_quantity(value)
+    except ValueError as exc:
+        raise PodCreationFailed(f"resources.{kind}.{resource}: {exc}") from exc
+
+
+def _memory_limit(containers: list[dict], init: list[dict]) -> int | None:
+    """The pod's memory limit in bytes; None (unlimited) when a container has none."""
+    limits = [_quantity(c, "limits", "memory") for c in containers]
+    init_limits = [_quantity(c, "limits", "memory") for c in init]
+    if any(x is None for x in limits + init_limits):
+        return None
+    total = max([sum(x or 0 for x in limits), *(x or 0 for x in init_limits)]) // 1000
+    return total or None
+
+
+def _cpu_request(containers: list[dict], init: list[dict]) -> int:
+    """The pod's cpu request in millicores (requests, else limits, as Kubernetes defaults)."""
+
+    def one(c: dict) -> int:
+        q = _quantity(c, "requests", "cpu")
+        return q if q is not None else (_quantity(c, "limits", "cpu") or 0)
+
+    return max([sum(one(c) for c in containers), *(one(c) for c in init)])
+
+
+def _number(spec: Mapping[str, Any], key: str, minimum: float) -> float | None:
+    value = spec.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < minimum:
+        raise PodCreationFailed(f"podSpec.{key} must be a number of at least {minimum:g}")
+    return float(value)
+
+
+# --- the backend ---------------------------------------------------------------------------
+
+
+class LocalBackend:
+    """Runs pods as processes on this machine; see the module docstring.
+
+    ``state_dir`` holds the pods (``<state_dir>/pods``) and must survive worker restarts;
+    ``executor_id`` names this executor's cgroup directory. ``cgroups`` chooses the memory
+    cgroup version (``auto`` prefers v2, then v1; ``none`` uses RLIMIT_AS);
+    ``default_grace_seconds`` is the grace of a deletion or deadline when neither the caller
+    nor the pod spec gives one.
+    """
+
+    def __init__(
+        self,
+        state_dir: Path,
+        *,
+        executor_id: str,
+        cgroups: CgroupMode = "auto",
+        default_grace_seconds: float = DEFAULT_GRACE_SECONDS,
+    ) -> None:
+        if cgroups not in ("auto", "v2", "v1", "none"):
+            raise ValueError(f"cgroups must be auto, v2, v1 or none, not {cgroups!r}")
+        if not _CONTAINER_NAME.match(executor_id):
+            raise ValueError(f"executor_id {executor_id!r} must be a lower-case RFC 1123 label")
+        self.state_dir = Path(state_dir)
+        self.executor_id = executor_id
+        self.default_grace_seconds = float(default_grace_seconds)
+        self._pods = self.state_dir / "pods"
+        self._cgroup_choice = cgroups
+        self._cgroups: _Cgroups | None = None
+        self._probed = False
+        self._children: list[subprocess.Popen[bytes]] = []  # shims we started, to reap
+        self._boot_id = shim.boot_id()
+
+    # --- cgroups ---------------------------------------------------------------------------
+
+    def _cgroup_setup(self) -> _Cgroups | None:
+        if not self._probed:
+            self._probed = True
+            choice = self._cgroup_choice
+            if choice in ("auto", "v2"):
+                self._cgroups = _probe_v2(self.executor_id)
+            if self._cgroups is None and choice in ("auto", "v1"):
+                self._cgroups = _probe_v1(self.executor_id)
+            if self._cgroups is None:
+                _warn_rlimit_once()
+        return self._cgroups
+
+    @property
+    def cgroup_mode(self) -> str:
+        """``v2``, ``v1`` or ``none`` (RLIMIT_AS): how new pods get their memory limit."""
+        setup = self._cgroup_setup()
+        return f"v{setup.version}" if setup else "none"
+
+    @property
+    def executor_cgroups(self) -> list[Path]:
+        """This executor's cgroup directories (parents of the pods' cgroups)."""
+        setup = self._cgroup_setup()
+        if setup is None:
+            return []
+        return sorted({setup.memory, *([setup.cpu] if setup.cpu else [])})
+
+    # --- create ----------------------------------------------------------------------------
+
+    def create_pod(self, pod: PodRequest, now: datetime) -> None:
+        if not _valid_pod_name(pod.name):
+            raise PodCreationFailed(f"pod name {pod.name!r} is not a lower-case RFC 1123 name")
+        pod_dir = self._pods / pod.name
+        plan, memory_limit, cpu_millis = self._plan(pod, pod_dir)
+        self._pods.mkdir(parents=True, exist_ok=True)
+        self._claim(pod_dir)
+        cgroups: dict[str, Any] | None = None
+        try:
+            for sub in (shim.LOG_DIR, shim.TERMINATION_DIR, shim.WORK_DIR):
+                (pod_dir / sub).mkdir()
+            setup = self._cgroup_setup()
+            names = [c["name"] for c in plan["init_containers"] + plan["containers"]]
+            if setup is not None:
+                cgroups = _make_pod_cgroups(setup, pod.name, names, memory_limit, cpu_millis)
+                plan["cgroup_version"] = setup.version
+                for c in plan["init_containers"] + plan["containers"]:
+                    c["cgroup"] = cgroups["containers"][c["name"]]
+                    c["join"] = [str(Path(c["cgroup"], "cgroup.procs"))]
+                    if cgroups["cpu"]:
+                        c["join_optional"] = [str(Path(cgroups["cpu"], "cgroup.procs"))]
+            else:
+                plan["rlimit_as"] = memory_limit
+            shim.write_json(
+                pod_dir / shim.POD_FILE,
+                {
+                    "name": pod.name,
+                    "run_id": pod.run_id,
+                    "job_id": pod.job_id,
+                    "node": pod.node,
+                    "annotations": dict(pod.annotations),
+                    "pod_spec": pod.pod_spec,
+                    "executor_id": self.executor_id,
+                    "created_at": time.time(),
+                    "memory_limit": memory_limit,
+                    "cgroups": cgroups,
+                    "plan": plan,
+                },
+            )
+            self._start_shim(pod.name, pod_dir)
+        except BaseException:
+            if cgroups is not None:
+                _remove_cgroups(cgroups)
+            self._trash(pod_dir)
+            raise
+
+    def _claim(self, pod_dir: Path) -> None:
+        """Take the pod's name: ``mkdir`` is atomic across processes."""
+        for _ in range(2):
+            try:
+                pod_dir.mkdir()
+                return
+            except FileExistsError:
+                try:
+                    age = time.time() - pod_dir.stat().st_mtime
+                except FileNotFoundError:
+                    continue
+                if (pod_dir / shim.POD_FILE).exists() or age < CREATION_WINDOW:
+                    raise PodExists(pod_dir.name) from None
+                self._trash(pod_dir)  # a creation that died half-way
+        raise PodExists(pod_dir.name)
+
+    def _plan(self, pod: PodRequest, pod_dir: Path) -> tuple[dict[str, Any], int | None, int]:
+        """Check the spec and resolve what the shim runs; PodCreationFailed if it cannot."""
+        spec = pod.pod_spec
+        if not isinstance(spec, Mapping):
+            raise PodCreationFailed("podSpec must be a mapping")
+        containers = spec.get("containers")
+        if not isinstance(containers, list) or not containers:
+            raise PodCreationFailed("podSpec.containers: at least one container is required")
+        init = spec.get("initContainers") or []
+        if not isinstance(init, list):
+            raise PodCreationFailed("podSpec.initContainers must be a list")
+        for where, items in (("initContainers", init), ("containers", containers)):
+            for i, c in enumerate(items):
+                if not isinstance(c, Mapping):
+                    raise PodCreationFailed(f"podSpec.{where}[{i}] must be a mapping")
+        restart = spec.get("restartPolicy") or "Never"
+        if restart != "Never":
+            raise PodCreationFailed(
+                f"podSpec.restartPolicy {restart!r} is not supported: the local backend runs "
+                "each container once (Never)"
+            )
+        deadline = _number(spec, "activeDeadlineSeconds", 1)
+        grace = _number(spec, "terminationGracePeriodSeconds", 0)
+        names: set[str] = set()
+        plans = {
+            where: [
+                self._container_plan(c, f"podSpec.{where}[{i}]", pod, pod_dir, names)
+                for i, c in enumerate(items)
+            ]
+            for where, items in (("initContainers", init), ("containers", containers))
+        }
+        plan = {
+            "init_containers": plans["initContainers"],
+            "containers": plans["containers"],
+            "deadline_seconds": deadline,
+            "grace_seconds": self.default_grace_seconds if grace is None else grace,
+            "rlimit_as": None,
+            "cgroup_version": None,
+        }
+        return plan, _memory_limit(containers, init), _cpu_request(containers, init)
+
+    def _container_plan(
+        self,
+        c: Mapping[str, Any],
+        where: str,
+        pod: PodRequest,
+        pod_dir: Path,
+        names: set[str],
+    ) -> dict[str, Any]:
+        name = c.get("name")
+        if not isinstance(name, str) or not _CONTAINER_NAME.match(name):
+            raise PodCreationFailed(f"{where}.name is required and must be an RFC 1123 label")
+        if name in names:
+            raise PodCreationFailed(f"{where}.name: duplicate container name {name!r}")
+        names.add(name)
+        where = f"{where} ({name})"
+        if c.get("restartPolicy") is not None:
+            raise PodCreationFailed(f"{where}.restartPolicy: sidecar containers are not supported")
+        command = c.get("command")
+        if not command:
+            raise PodCreationFailed(
+                f"{where}.command is required: the local backend runs processes and has no "
+                "image entrypoint to fall back on"
+            )
+        command = _strings(command, f"{where}.command")
+        args = _strings(c.get("args") or [], f"{where}.args")
+        if c.get("envFrom"):
+            raise PodCreationFailed(f"{where}.envFrom is not supported by the local backend")
+        env_list = c.get("env") or []
+        if not isinstance(env_list, list):
+            raise PodCreationFailed(f"{where}.env must be a list")
+        user_env: dict[str, str] = {}
+        for i, item in enumerate(env_list):
+            key = item.get("name") if isinstance(item, Mapping) else None
+            if not isinstance(key, str) or not key or "=" in key or "\0" in key:
+                raise PodCreationFailed(f"{where}.env[{i}].name must be a variable name")
+            if item.get("valueFrom") is not None:
+                raise PodCreationFailed(
+                    f"{where}.env[{i}] ({key}): valueFrom is not supported by the local backend"
+                )
+            value = item.get("value")
+            value = "" if value is None else value
+            if not isinstance(value, str) or "\0" in value:
+                raise PodCreationFailed(f"{where}.env[{i}] ({key}).value must be a string")
+            user_env[key] = _expand(value, user_env)
+        argv = [_expand(a, user_env) for a in [*command, *args]]
+        if any("\0" in a for a in argv):
+            raise PodCreationFailed(f"{where}: command and args must not contain NUL")
+
+        work = pod_dir / shim.WORK_DIR
+        working_dir = c.get("workingDir")
+        if working_dir is not None and not isinstance(working_dir, str):
+            raise PodCreationFailed(f"{where}.workingDir must be a string")
+        cwd = str(work / working_dir) if working_dir else str(work)  # absolute stays absolute
+        termination = pod_dir / shim.TERMINATION_DIR / name
+        extra = c.get("terminationMessagePath")
+        if extra is not None and not isinstance(extra, str):
+            raise PodCreationFailed(f"{where}.terminationMessagePath must be a string")
+        if extra in ("", K8S_TERMINATION_LOG):
+            extra = None
+        policy = c.get("terminationMessagePolicy") or "FallbackToLogsOnError"
+        if policy not in ("File", "FallbackToLogsOnError"):
+            raise PodCreationFailed(
+                f"{where}.terminationMessagePolicy must be File or FallbackToLogsOnError"
+            )
+        env = {
+            "PATH": DEFAULT_PATH,
+            "HOME": str(work),
+            "HOSTNAME": pod.name,
+            **user_env,
+            "ARMADA_TERMINATION_MESSAGE_PATH": str(termination),
+        }
+        return {
+            "name": name,
+            "argv": argv,
+            "env": env,
+            "cwd": cwd,
+            "log": str(pod_dir / shim.LOG_DIR / f"{name}.log"),
+            "termination_path": str(termination),
+            "extra_termination_path": os.path.join(cwd, extra) if extra else None,
+            "fallback_to_logs": policy == "FallbackToLogsOnError",
+            "cgroup": None,
+            "join": [],
+            "join_optional": [],
+        }
+
+    def _start_shim(self, name: str, pod_dir: Path) -> None:
+        if not sys.executable:
+            raise PodCreationFailed("no Python interpreter to run the pod's shim with")
+        with open(pod_dir / shim.SHIM_LOG, "ab") as err:
+            proc = subprocess.Popen(
+                [sys.executable, "-I", "-S", str(SHIM_PATH), str(pod_dir)],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=err,
+                cwd="/",
+                start_new_session=True,
+                close_fds=True,
+            )
+        self._children.append(proc)
+        assert proc.stdout is not None
+        try:
+            # Our child and not reaped yet, so the pid cannot name another process.
+            shim.write_json(
+                pod_dir / shim.SHIM_FILE,
+                {
+                    "pid": proc.pid,
+                    "start_ticks": shim.start_ticks(proc.pid),
+                    "boot_id": self._boot_id,
+                },
+            )
+            ready = _read_line(proc.stdout.fileno(), SHIM_START_TIMEOUT)
+        finally:
+            proc.stdout.close()
+        if ready != shim.READY:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(5)
+            tail = shim.read_tail(pod_dir / shim.SHIM_LOG, 2000).decode("utf-8", "replace")
+            raise PodCreationFailed(
+                f"the shim of pod {name} did not start: {tail.strip() or 'no output'}"
+            )
+
+    # --- poll ------------------------------------------------------------------------------
+
+    def poll(self, now: datetime) -> list[PodStatus]:
+        self._reap()
+        out: list[PodStatus] = []
+        try:
+            entries = sorted(os.scandir(self._pods), key=lambda e: e.name)
+        except FileNotFoundError:
+            return out
+        for entry in entries:
+            if entry.name.startswith(".trash-"):
+                shutil.rmtree(entry.path, ignore_errors=True)
+                continue
+            if entry.name.startswith(".") or not entry.is_dir():
+                continue
+            status = self._pod_status(Path(entry.path))
+            if status is not None:
+                out.append(status)
+        return out
+
+    def _reap(self) -> None:
+        self._children = [p for p in self._children if p.poll() is None]
+
+    def _shim_alive(self, pod_dir: Path, doc: Mapping[str, Any]) -> bool:
+        info = shim.read_json(pod_dir / shim.SHIM_FILE)
+        if not isinstance(info, dict):  # create_pod under way in some process, or died
+            return time.time() - float(doc.get("created_at", 0)) < CREATION_WINDOW
+        return shim.is_alive(int(info.get("pid") or 0), info.get("start_ticks"), self._boot_id)
+
+    def _mark_lost(
+        self, pod_dir: Path, doc: Mapping[str, Any], st: Mapping[str, Any]
+    ) -> dict | None:
+        info = shim.read_json(pod_dir / shim.SHIM_FILE) or {}
+        pid = info.get("pid", "unknown")
+        message = (
+            f"the processes of pod {doc['name']} are gone without a recorded result: its shim "
+            f"(pid {pid}) was killed or the machine restarted"
+        )
+        if st.get("shim_error"):
+            message += f"; the shim failed with {st['shim_error']}"
+        lost = {"detected_at": time.time(), "message": message}
+        try:
+            shim.write_json(pod_dir / shim.LOST_FILE, lost)
+        except FileNotFoundError:
+            return None  # not lost: removed meanwhile (by another process's poll)
+        return lost
+
+    def _observe(self, pod_dir: Path) -> tuple[dict, dict, dict | None] | None:
+        """pod.json, status.json and lost.json of a pod, marking it lost when its shim is
+        gone without a final status; None when there is no (complete) pod."""
+        doc = shim.read_json(pod_dir / shim.POD_FILE)
+        if not isinstance(doc, dict):
+            return None
+        st = shim.read_json(pod_dir / shim.STATUS_FILE) or {}
+        lost = shim.read_json(pod_dir / shim.LOST_FILE)
+        if lost is None and not st.get("done") and not self._shim_alive(pod_dir, doc):
+            st = shim.read_json(pod_dir / shim.STATUS_FILE) or {}  # it may just have ended
+            if not st.get("done"):
+                lost = self._mark_lost(pod_dir, doc, st)
+                if lost is None:
+                    return None
+        return doc, st, lost
+
+    def _pod_status(self, pod_dir: Path) -> PodStatus | None:
+        observed = self._observe(pod_dir)
+        if observed is None:
+            return None
+        doc, st, lost = observed
+        deleting = (pod_dir / shim.DELETE_FILE).exists()
+        if deleting and (st.get("done") or lost is not None):
+            if lost is not None:
+                self._kill_lost(doc, st)
+            if self._remove(pod_dir, doc):
+                return None
+        return _status(doc, st, lost, deleting)
+
+    # --- delete ----------------------------------------------------------------------------
+
+    def delete_pod(self, name: str, now: datetime, grace_seconds: float = 0.0) -> None:
+        """Grace: ``grace_seconds`` when positive, else the pod's
+        ``terminationGracePeriodSeconds``, else ``default_grace_seconds``. A second call may
+        shorten the grace, never lengthen it."""
+        if not _valid_pod_name(name):
+            return
+        pod_dir = self._pods / name
+        observed = self._observe(pod_dir)
+        if observed is None:
+            return
+        doc, st, lost = observed
+        grace = grace_seconds if grace_seconds > 0 else float(doc["plan"]["grace_seconds"])
+        t = time.time()
+        previous = shim.read_json(pod_dir / shim.DELETE_FILE)
+        request = {"requested_at": t, "kill_at": t + grace, "grace_seconds": grace}
+        if isinstance(previous, dict):
+            request["requested_at"] = previous.get("requested_at", t)
+            request["kill_at"] = min(request["kill_at"], previous.get("kill_at", t))
+        try:
+            shim.write_json(pod_dir / shim.DELETE_FILE, request)
+        except FileNotFoundError:
+            return  # removed meanwhile
+        if st.get("done") or lost is not None:
+            if lost is not None:
+                self._kill_lost(doc, st)
+            self._remove(pod_dir, doc)
+            return
+        info = shim.read_json(pod_dir / shim.SHIM_FILE) or {}
+        pid = int(info.get("pid") or 0)
+        if shim.is_alive(pid, info.get("start_ticks"), self._boot_id):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGUSR1)  # look at delete.json now
+
+    def _kill_lost(self, doc: Mapping[str, Any], st: Mapping[str, Any]) -> None:
+        """SIGKILL what is left of a pod whose shim is gone (nobody times a grace period)."""
+        cgroups = doc.get("cgroups")
+        if cgroups:
+            for cgroup in cgroups.get("containers", {}).values():
+                shim.kill_cgroup(cgroup)
+            return
+        for record in st.get("containers") or []:
+            pid = record.get("pid")
+            # Only a group whose leader is provably ours: pids are reused.
+            if pid and shim.is_alive(pid, record.get("start_ticks"), self._boot_id):
+                with contextlib.suppress(OSError):
+                    os.killpg(pid, signal.SIGKILL)
+
+    def _remove(self, pod_dir: Path, doc: Mapping[str, Any]) -> bool:
+        """Remove the pod's cgroups and directory; False while processes remain."""
+        cgroups = doc.get("cgroups")
+        if cgroups and not _remove_cgroups(cgroups):
+            return False
+        self._trash(pod_dir)
+        return True
+
+    def _trash(self, pod_dir: Path) -> None:
+        """Remove a pod directory: renamed first, so that it vanishes at once for readers."""
+        trash = pod_dir.with_name(f".trash-{pod_dir.name}-{uuid.uuid4().hex[:8]}")
+        try:
+            os.rename(pod_dir, trash)
+        except FileNotFoundError:
+            return
+        shutil.rmtree(trash, ignore_errors=True)
+
+    # --- logs ------------------------------------------------------------------------------
+
+    def read_log(self, name: str, limit_bytes: int = 1_000_000) -> str:
+        """The tail of the containers' logs (init containers first, in spec order); with more
+        than one container each log is headed by ``==> <container> <==``."""
+        if not _valid_pod_name(name) or limit_bytes <= 0:
+            return ""
+        pod_dir = self._pods / name
+        doc = shim.read_json(pod_dir / shim.POD_FILE)
+        if not isinstance(doc, dict):
+            return ""
+        plans = doc["plan"]["init_containers"] + doc["plan"]["containers"]
+        logs = [(p["name"], Path(p["log"])) for p in plans if Path(p["log"]).exists()]
+        if len(logs) == 1:
+            return shim.read_tail(logs[0][1], limit_bytes).decode("utf-8", "replace")
+        parts: list[bytes] = []
+        remaining = limit_bytes
+        for container, path in reversed(logs):
+            body = shim.read_tail(path, remaining)
+            parts.append(body)
+            remaining -= len(body)
+            header = f"==> {container} <==\n".encode()
+            if remaining <= 0:
+                break
+            parts.append(header[-remaining:])
+            remaining -= len(header)
+            if remaining <= 0:
+                break
+        return b"".join(reversed(parts)).decode("utf-8", "replace")
+
+
+def _read_line(fd: int, timeout: float) -> bytes:
+    """One line from ``fd`` within ``timeout`` seconds (less on EOF or timeout)."""
+    data = b""
+    give_up = time.monotonic() + timeout
+    while not data.endswith(b"\n"):
+        left = give_up - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            break
+        chunk = os.read(fd, 64)
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def _status(
+    doc: Mapping[str, Any], st: Mapping[str, Any], lost: Mapping[str, Any] | None, deleting: bool
+) -> PodStatus:
+    """A pod's PodStatus from its files."""
+    records = st.get("containers") or []
+    base: dict[str, Any] = {
+        "name": doc["name"],
+        "run_id": doc["run_id"],
+        "pending_at": _ts(doc.get("created_at")),
+        "running_at": _ts(st.get("running_at")),
+        "containers": tuple(
+            ContainerResult(
+                r["name"], r.get("exit_code"), r.get("reason") or "", r.get("message") or ""
+            )
+            for r in records
+        ),
+        "deleting": deleting,
+    }
+    oom = any(r.get("reason") == "OOMKilled" for r in records)
+    if lost is not None:
+        return PodStatus(
+            **base,
+            finished_at=_ts(lost["detected_at"]),
+            conditions=("OOMKilled",) if oom else (),
+            reason="ProcessLost",
+            message=lost["message"],
+            pod_error=lost["message"],
+            lost=True,
+        )
+    if not st.get("done"):
+        return PodStatus(**base)
+    plan = doc["plan"]
+    deadline = bool(st.get("deadline_exceeded"))
+    conditions = [c for c, hit in (("DeadlineExceeded", deadline), ("OOMKilled", oom)) if hit]
+    failed = next((r for r in records if r.get("exit_code") != 0), None)
+    all_ran = len(records) == len(plan["init_containers"]) + len(plan["containers"])
+    succeeded = not deadline and failed is None and all_ran
+    reason = message = ""
+    if deadline:
+        reason = "DeadlineExceeded"
+        message = (
+            "Pod was active on the node longer than the specified deadline "
+            f"({plan['deadline_seconds']:g}s)"
+        )
+    elif failed is not None:
+        reason = failed.get("reason") or "Error"
+        message = failed.get("message") or _describe_failure(failed, doc)
+    elif not succeeded:
+        reason = "Deleted" if st.get("stop") == "deleted" else "Terminated"
+        message = f"pod {doc['name']} was stopped before all its containers ran"
+    return PodStatus(
+        **base,
+        finished_at=_ts(st.get("finished_at")),
+        succeeded=succeeded,
+        conditions=tuple(conditions),
+        reason=reason,
+        message=message,
+    )
+
+
+def _describe_failure(record: Mapping[str, Any], doc: Mapping[str, Any]) -> str:
+    if record.get("reason") == "OOMKilled":
+        return (
+            f"container {record['name']} was OOM-killed: the pod's memory limit is "
+            f"{doc.get('memory_limit')} bytes"
+        )
+    return f"container {record['name']} exited with code {record.get('exit_code')}"

@@ -1,0 +1,200 @@
+"""Retry decisions: the scheduler decides what each genuine failure means for its job.
+
+Executors report failed runs (with their category) and the scheduler expires the runs of
+lost executors; neither decides. Each scheduling cycle then takes the undecided failed and
+expired runs, oldest first, and for each one, in one transaction with everything it
+changes:
+1. internal / stuck-terminating and internal / job-creation-failed are final, whatever any
+   policy says;
+2. otherwise ``core.retry.decide`` gives the verdict (its docstring has the order of
+   checks), with the policies of the scheduler's cache;
+3. a Retry applies the matched rule's mutation (``services.mutations``); a retried job that
+   no node could ever take fails instead (``retry_unschedulable``);
+4. the job is requeued (same job id; its next run comes from a later cycle) or fails for
+   good with the decision's reason; the run keeps the decision trail; the ``failed`` event
+   says ``retryable``; ``armada_scheduler_retry_policy_decisions_total`` and
+   ``armada_scheduler_retry_policy_gang_skipped_total`` are counted.
+A run is decided exactly once: ``decided_at`` is set in the same transaction.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+
+from django.conf import settings
+from django.db import transaction
+
+from armada.core.retry import Decision, Failure, RetrySettings, decide
+from armada.core.states import JobState, RunState
+from armada.models import Run
+from armada.services.failures import NEVER_RETRIED
+from armada.services.mutations import MutationContext, apply_mutation
+from armada.services.policy_cache import policy_cache
+from armada.services.runs import Changes
+
+log = logging.getLogger(__name__)
+
+DECISIONS_COUNTER = "armada_scheduler_retry_policy_decisions_total"
+GANG_SKIPPED_COUNTER = "armada_scheduler_retry_policy_gang_skipped_total"
+BATCH = 2000
+
+
+def retry_settings() -> RetrySettings:
+    config = settings.ARMADA.scheduling.retry_policy
+    return RetrySettings(
+        enabled=config.enabled,
+        global_max_retries=config.global_max_retries or 0,
+        default_policy_name=config.default_policy_name,
+    )
+
+
+def _trail(decision: Decision, mutation: dict, label: str, reason: str) -> dict:
+    """What the run keeps of its decision. ``decision`` is the label when the retry engine
+    decided; otherwise ``gang_skipped`` or ``not_retried`` (flag off, no policy, fail-fast,
+    a failure that is never retried), and ``reason`` says which."""
+    return {
+        "decision": label or ("gang_skipped" if decision.gang_skipped else "not_retried"),
+        "retry": decision.retry,
+        "policy": decision.policy,
+        "policyVersion": decision.policy_version,
+        "ruleIndex": decision.rule_index,
+        "retriesUsed": decision.retries_used,
+        "retryLimit": decision.retry_limit,
+        "globalUsed": decision.global_used,
+        "globalCap": decision.global_cap,
+        "gangSkipped": decision.gang_skipped,
+        "mutation": mutation,
+        "reason": reason,
+    }
+
+
+def failures_decide(*, now: datetime) -> int:
+    """Decide every undecided failed or expired run; returns how many were decided."""
+    undecided = Run.objects.filter(
+        state__in=[RunState.FAILED, RunState.LEASE_EXPIRED], decided_at__isnull=True
+    )
+    if not undecided.exists():
+        return 0
+    policies = policy_cache.policies(now=now)
+    config = retry_settings()
+    context = MutationContext(now=now)
+    with transaction.atomic():
+        runs = list(
+            undecided.select_for_update()
+            .select_related("job", "job__queue")
+            .order_by("finished_at", "id")[:BATCH]
+        )
+        changes = Changes()
+        decisions: list[dict[str, str]] = []
+        gang_skips: list[dict[str, str]] = []
+        for run in runs:
+            job = run.job
+            changes.touch(run, job)
+            if (run.failure_category, run.failure_subcategory) in NEVER_RETRIED:
+                decision = Decision(
+                    retry=False,
+                    label="",
+                    reason=f"{run.failure_category} / {run.failure_subcategory} failures are never retried",
+                )
+            else:
+                decision = decide(
+                    failure=Failure(
+                        category=run.failure_category,
+                        subcategory=run.failure_subcategory,
+                        retries_used=job.failure_count,
+                        gang_cardinality=job.gang_cardinality,
+                        fail_fast=job.fail_fast,
+                        lease_expired=run.state == RunState.LEASE_EXPIRED,
+                    ),
+                    queue_policy_names=job.queue.retry_policies or [],
+                    policies=policies,
+                    settings=config,
+                )
+            label = decision.label
+            mutation: dict = {}
+            retry = decision.retry
+            reason = decision.reason
+            if retry:
+                outcome = apply_mutation(
+                    job=job, run=run, mutation=decision.mutation, context=context
+                )
+                mutation = outcome.trail
+                if not outcome.schedulable:
+                    retry, label = False, "retry_unschedulable"
+                    reason = f"Retry policy: the retried job fits no node ({outcome.reason})"
+            if decision.gang_skipped:
+                log.debug(
+                    "job %s is a gang of %d: not retried by policy %s",
+                    job.id,
+                    job.gang_cardinality,
+                    decision.policy,
+                )
+                if decision.policy:
+                    gang_skips.append({"policy": decision.policy})
+            if label:
+                decisions.append(
+                    {
+                        "queue": job.queue_id,
+                        "pool": run.pool,
+                        "policy": decision.policy,
+                        "decision": label,
+                    }
+                )
+            trail = _trail(decision, mutation, label, reason)
+            _record(
+                run,
+                job,
+                retry=retry,
+                trail=trail,
+                engine_decided=bool(label),
+                now=now,
+                changes=changes,
+            )
+        changes.counts(DECISIONS_COUNTER, decisions)
+        changes.counts(GANG_SKIPPED_COUNTER, gang_skips)
+        changes.write()
+    return len(runs)
+
+
+def _record(
+    run: Run,
+    job,
+    *,
+    retry: bool,
+    trail: dict,
+    engine_decided: bool,
+    now: datetime,
+    changes: Changes,
+) -> None:
+    """The job's next state, the run's trail and the ``failed`` event. A job failed by the
+    engine ends with the decision's reason; otherwise with the run's own reason."""
+    reason = trail["reason"]
+    run.retryable = retry
+    run.decision = trail
+    run.decided_at = now
+    job.failure_count = (job.failure_count or 0) + 1
+    job.last_transition_at = now
+    if retry:
+        job.state = JobState.QUEUED
+    else:
+        job.state = JobState.FAILED
+        job.terminal_reason = reason if engine_decided else (run.reason or reason)
+        job.terminal_message = run.message
+        job.failure_category = run.failure_category
+        job.failure_subcategory = run.failure_subcategory
+    changes.failed_event(
+        run,
+        job,
+        run.finished_at or now,
+        retryable=retry,
+        category=run.failure_category,
+        subcategory=run.failure_subcategory,
+        reason=run.reason,
+        message=run.message,
+        hint=run.hint,
+        exitCode=run.exit_code,
+        exitCodes=run.exit_codes,
+        decision=trail["decision"],
+        decisionReason=reason,
+    )

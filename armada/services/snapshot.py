@@ -1,0 +1,54 @@
+"""Turning rows into the core's scheduling objects (nodes, queued jobs)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from armada.core.quantity import Resources
+from armada.core.scheduling import NodeState, QueuedJob, Taint, Toleration
+from armada.models import Job, Node
+
+
+def pod_tolerations(pod_spec: Mapping) -> list[Toleration]:
+    out = []
+    for t in pod_spec.get("tolerations") or []:
+        if isinstance(t, dict):
+            out.append(
+                Toleration(
+                    key=str(t.get("key", "")),
+                    operator=str(t.get("operator", "Equal")),
+                    value=str(t.get("value", "")),
+                    effect=str(t.get("effect", "")),
+                )
+            )
+    return out
+
+
+def node_state(node: Node) -> NodeState:
+    return NodeState(
+        id=f"{node.executor_id}/{node.name}",
+        executor=node.executor_id,
+        name=node.name,
+        allocatable=Resources(node.allocatable),
+        labels=node.labels,
+        taints=[
+            Taint(t.get("key", ""), t.get("value", ""), t.get("effect", "NoSchedule"))
+            for t in node.taints
+        ],
+        unschedulable=node.unschedulable,
+    )
+
+
+def queued_job(
+    job: Job, *, urgency: int = 0, avoid_nodes: frozenset[str] = frozenset()
+) -> QueuedJob:
+    return QueuedJob(
+        id=job.id,
+        queue=job.queue_id,
+        requests=Resources(job.requests),
+        priority=job.priority,
+        urgency=urgency,
+        node_selector=job.pod_spec.get("nodeSelector") or {},
+        tolerations=pod_tolerations(job.pod_spec),
+        avoid_nodes=avoid_nodes,
+    )
