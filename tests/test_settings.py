@@ -86,3 +86,13 @@ def test_secret_key_is_required_outside_development_mode():
     assert result.returncode != 0
     assert "SECRET_KEY must be set" in result.stderr
     assert manage("check", ARMADA_DEV="0", SECRET_KEY="x" * 50).returncode == 0
+
+
+def test_the_kill_switch_is_warned_about_at_start_up(tmp_path):
+    path = tmp_path / "armada.yaml"
+    path.write_text("scheduling:\n  retryPolicy:\n    enabled: true\n    globalMaxRetries: 0\n")
+    result = manage("check", ARMADA_CONFIG=str(path), ARMADA_DEV="1")
+    assert result.returncode == 0
+    assert "kill switch" in result.stderr
+    path.write_text("scheduling:\n  retryPolicy:\n    enabled: true\n    globalMaxRetries: 3\n")
+    assert "kill switch" not in manage("check", ARMADA_CONFIG=str(path), ARMADA_DEV="1").stderr

@@ -299,7 +299,7 @@ class ExecutorAgent:
             if status.run_id in active or status.deleting:
                 continue
             if not status.finished_at:
-                self.backend.delete_pod(status.name, now, 30.0)
+                self.backend.delete_pod(status.name, now)  # the pod's own grace period
         for run_id in [r for r in self._deleting if r not in active]:
             del self._deleting[run_id]
 

@@ -1,6 +1,9 @@
 """Real processes for end-to-end tests: uvicorn (web), a Celery scheduler worker with beat,
-and a Celery executor worker, all on the test database and the configured broker
-(Redis when ``REDIS_URL`` is set, else the file-system broker in a temporary folder)."""
+and a Celery worker per executor, all on the test database and the configured broker
+(Redis when ``REDIS_URL`` is set, else the file-system broker in a temporary folder).
+
+``system`` starts them with ``E2E_CONFIG``; ``launch`` starts them with any configuration,
+and a running ``System`` can stop one process or restart the scheduler with a new one."""
 
 from __future__ import annotations
 
@@ -9,8 +12,10 @@ import socket
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 from urllib.parse import quote
 
 import pytest
@@ -31,6 +36,18 @@ E2E_CONFIG = {
         }
     ],
 }
+PY = sys.executable
+WORKER = [
+    PY,
+    "-m",
+    "celery",
+    "-A",
+    "armada.celery",
+    "worker",
+    "--pool=solo",
+    "--without-mingle",
+    "--without-gossip",
+]
 
 
 @dataclass
@@ -38,9 +55,15 @@ class System:
     url: str
     env: dict[str, str]
     logs: Path
+    workdir: Path
+    children: dict[str, tuple[subprocess.Popen, IO]] = field(default_factory=dict)
+
+    @property
+    def auth(self) -> tuple[str, str]:
+        return (self.env["ARMADA_USERNAME"], self.env["ARMADA_PASSWORD"])
 
     def armadactl(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-        exe = Path(sys.executable).with_name("armadactl")
+        exe = Path(PY).with_name("armadactl")
         return subprocess.run(
             [str(exe), *args],
             env=self.env,
@@ -55,6 +78,65 @@ class System:
             f"--- {p.name}\n" + "\n".join(p.read_text(errors="replace").splitlines()[-40:])
             for p in sorted(self.logs.glob("*.log"))
         )
+
+    def start(self, name: str, command: list[str], env: dict[str, str] | None = None) -> None:
+        log = open(self.logs / f"{name}.log", "a")  # noqa: SIM115 - closed in stop()
+        proc = subprocess.Popen(
+            command, env=env or self.env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT
+        )
+        self.children[name] = (proc, log)
+
+    def stop(self, name: str) -> None:
+        proc, log = self.children.pop(name)
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+    def stop_all(self) -> None:
+        for name in list(self.children):
+            self.stop(name)
+
+    def write_config(self, config: dict, name: str = "armada.yaml") -> Path:
+        path = self.workdir / name
+        path.write_text(yaml.safe_dump(config))
+        return path
+
+    def start_scheduler(self, config_path: Path | None = None) -> None:
+        env = dict(self.env)
+        if config_path is not None:
+            env["ARMADA_CONFIG"] = str(config_path)
+        command = [
+            *WORKER,
+            "-Q",
+            "scheduler",
+            "-n",
+            "scheduler@e2e",
+            "-B",
+            "-s",
+            str(self.workdir / "beat-schedule"),
+        ]
+        self.start("scheduler", command, env)
+
+    def get(self, path: str) -> requests.Response:
+        return requests.get(self.url + path, auth=self.auth, timeout=10)
+
+    def post(self, path: str, **kwargs) -> requests.Response:
+        return requests.post(self.url + path, auth=self.auth, timeout=10, **kwargs)
+
+    def wait_for(self, what: str, predicate, timeout: float = 60.0, interval: float = 0.3):
+        """Poll ``predicate`` until it returns something truthy; fail with the logs if not."""
+        deadline = time.monotonic() + timeout
+        while True:
+            value = predicate()
+            if value:
+                return value
+            if time.monotonic() > deadline:
+                pytest.fail(f"timed out waiting for {what}\n{self.log_tail()}")
+            time.sleep(interval)
 
 
 def _database_url(settings_dict: dict) -> str:
@@ -81,22 +163,19 @@ def _e2e_redis_url(url: str) -> str:
 
 
 @pytest.fixture
-def system(transactional_db, tmp_path, django_user_model):
+def launch(transactional_db, tmp_path, django_user_model) -> Iterator:
+    """``launch(config)`` starts web, scheduler and one worker per executor of ``config``."""
     from django.db import connection
 
     django_user_model.objects.create_superuser("e2e-admin", "e2e@example.com", "e2e-password")
     (tmp_path / "armadactl.yaml").write_text("{}\n")  # keep ~/.armadactl.yaml out of the test
-    config_path = tmp_path / "armada.yaml"
-    config_path.write_text(yaml.safe_dump(E2E_CONFIG))
-    var_dir = tmp_path / "var"
     logs = tmp_path / "logs"
     logs.mkdir()
     port = _free_port()
     env = {
         **os.environ,
         "ARMADA_DEV": "1",
-        "ARMADA_CONFIG": str(config_path),
-        "ARMADA_VAR_DIR": str(var_dir),
+        "ARMADA_VAR_DIR": str(tmp_path / "var"),
         "DATABASE_URL": _database_url(connection.settings_dict),
         "ARMADA_URL": f"http://127.0.0.1:{port}",
         "ARMADA_USERNAME": "e2e-admin",
@@ -109,21 +188,12 @@ def system(transactional_db, tmp_path, django_user_model):
         import redis
 
         redis.Redis.from_url(env["REDIS_URL"]).flushdb()
-    py = sys.executable
-    worker = [
-        py,
-        "-m",
-        "celery",
-        "-A",
-        "armada.celery",
-        "worker",
-        "--pool=solo",
-        "--without-mingle",
-        "--without-gossip",
-    ]
-    commands = {
-        "web": [
-            py,
+    system = System(url=env["ARMADA_URL"], env=env, logs=logs, workdir=tmp_path)
+
+    def start(config: dict) -> System:
+        system.env["ARMADA_CONFIG"] = str(system.write_config(config))
+        web = [
+            PY,
             "-m",
             "uvicorn",
             "armada.asgi:application",
@@ -131,48 +201,34 @@ def system(transactional_db, tmp_path, django_user_model):
             "127.0.0.1",
             "--port",
             str(port),
-        ],
-        "scheduler": [
-            *worker,
-            "-Q",
-            "scheduler",
-            "-n",
-            "scheduler@e2e",
-            "-B",
-            "-s",
-            str(tmp_path / "beat-schedule"),
-        ],
-        "executor": [*worker, "-Q", "executor.e2e", "-n", "executor@e2e"],
-    }
-    children = []
-    for name, cmd in commands.items():
-        log = open(logs / f"{name}.log", "w")  # noqa: SIM115 - closed with the process below
-        children.append(
-            (subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT), log)
-        )
-    system = System(url=env["ARMADA_URL"], env=env, logs=logs)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if requests.get(system.url + "/metrics", timeout=2).status_code == 200:
-                    break
-            except requests.ConnectionError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail("web did not come up:\n" + system.log_tail())
-            for child, _ in children:
-                if child.poll() is not None:
+        ]
+        system.start("web", web)
+        system.start_scheduler()
+        for executor in config.get("executors", []):
+            name = executor["id"]
+            system.start(
+                f"executor-{name}",
+                [*WORKER, "-Q", f"executor.{name}", "-n", f"executor-{name}@e2e"],
+            )
+
+        def web_up() -> bool:
+            for proc, _ in system.children.values():
+                if proc.poll() is not None:
                     pytest.fail("a process exited at start-up:\n" + system.log_tail())
-            time.sleep(0.3)
-        yield system
-    finally:
-        for child, _ in children:
-            child.terminate()
-        for child, log in children:
             try:
-                child.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                child.kill()
-                child.wait()
-            log.close()
+                return requests.get(system.url + "/metrics", timeout=2).status_code == 200
+            except requests.ConnectionError:
+                return False
+
+        system.wait_for("the web process", web_up)
+        return system
+
+    try:
+        yield start
+    finally:
+        system.stop_all()
+
+
+@pytest.fixture
+def system(launch) -> System:
+    return launch(E2E_CONFIG)

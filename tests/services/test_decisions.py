@@ -343,3 +343,45 @@ def test_decisions_are_on_metrics(settings, with_policy, owner, client):
         'armada_scheduler_retry_policy_decisions_total{decision="fail_rule",policy="training",pool="default",queue="demo"} 1.0'
         in text
     )
+
+
+def test_the_policy_cache_fails_open_on_a_refresh_error(
+    settings, with_policy, owner, monkeypatch, caplog
+):
+    from django.db import DatabaseError
+
+    agent = configure(settings)
+    agent.tick(at(0))
+    assert set(policy_cache.policies(now=at(0))) == {"training"}
+
+    def broken(*args, **kwargs):
+        raise DatabaseError("the database went away")
+
+    monkeypatch.setattr(RetryPolicy.objects, "all", broken)
+    job_id = submit(owner, {"condition": "OOMKilled"})
+    drive(agent, range(20, 24))  # past queueRefreshPeriod: the refresh fails
+    assert runs(job_id)[0].decision["decision"] == "retry"  # the last good policies decided
+    assert policy_cache.refresh_failures >= 1
+    assert "still serving the 1 policies" in caplog.text
+
+
+def test_decision_counters_reset_on_the_configured_interval(settings, with_policy, owner):
+    from armada.services.counters import counters_reset_if_due
+
+    agent = configure(settings)
+    agent.tick(at(0))
+    submit(owner, {"exitCode": "1"})
+    drive(agent, range(1, 4))
+    assert decisions() == {("demo", "training", "fail_rule"): 1}
+    # The first cycle (at 1s) started the clock with metrics.jobStateMetricsResetInterval (12h).
+    interval = settings.ARMADA.metrics.job_state_metrics_reset_interval
+    assert interval == 12 * 3600
+    names = ["armada_scheduler_retry_policy_decisions_total"]
+    assert counters_reset_if_due(names=names, now=at(interval), interval_seconds=interval) is False
+    assert decisions() == {("demo", "training", "fail_rule"): 1}
+    scheduler_cycle(now=at(interval + 2))  # the cycle resets them
+    assert decisions() == {}
+    assert (
+        counters_reset_if_due(names=names, now=at(interval + 3), interval_seconds=interval) is False
+    )
+    assert MetricCounter.objects.filter(name="armada_executor_job_failure_category_total").exists()
