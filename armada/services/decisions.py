@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 
 DECISIONS_COUNTER = "armada_scheduler_retry_policy_decisions_total"
 GANG_SKIPPED_COUNTER = "armada_scheduler_retry_policy_gang_skipped_total"
-BATCH = 2000
+BATCH = 10000
 
 
 def retry_settings() -> RetrySettings:

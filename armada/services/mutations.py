@@ -36,12 +36,19 @@ class MutationContext:
 
     now: datetime
     _nodes: list[Node] | None = None
+    _states: list | None = None
 
     def nodes(self) -> list[Node]:
         """Every registered node: the fleet, whether or not its executor answers right now."""
         if self._nodes is None:
             self._nodes = list(Node.objects.all())
         return self._nodes
+
+    def node_states(self) -> list:
+        """The same nodes as the core's ``NodeState`` objects (for the static-fit probe)."""
+        if self._states is None:
+            self._states = [node_state(n) for n in self.nodes()]
+        return self._states
 
 
 @dataclass
@@ -116,7 +123,7 @@ def apply_mutation(
     probe = queued_job(
         job, avoid_nodes=avoided_node_names(nodes, set(mutations.get("avoidNodes", [])))
     )
-    states = [node_state(n) for n in nodes]
+    states = context.node_states()
     if not static_fit(probe, states):
         outcome.schedulable = False
         outcome.reason = "no node could ever take it" + (

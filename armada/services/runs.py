@@ -256,10 +256,21 @@ def _lease_returned(
 
 
 def _save_logs(reports: dict[str, RunReport], now: datetime) -> None:
-    for run_id, report in reports.items():
-        text = report.log or ""
-        truncated = len(text) > LOG_LIMIT
-        RunLog.objects.update_or_create(
+    """Insert or replace the logs of a batch in one statement (an upsert on the run)."""
+    rows = [
+        RunLog(
             run_id=run_id,
-            defaults={"text": text[-LOG_LIMIT:], "truncated": truncated, "updated_at": now},
+            text=(report.log or "")[-LOG_LIMIT:],
+            truncated=len(report.log or "") > LOG_LIMIT,
+            updated_at=now,
         )
+        for run_id, report in reports.items()
+        if report.log  # an empty log is not worth a row
+    ]
+    RunLog.objects.bulk_create(
+        rows,
+        batch_size=1000,
+        update_conflicts=True,
+        unique_fields=["run"],
+        update_fields=["text", "truncated", "updated_at"],
+    )

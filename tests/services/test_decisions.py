@@ -385,3 +385,16 @@ def test_decision_counters_reset_on_the_configured_interval(settings, with_polic
         counters_reset_if_due(names=names, now=at(interval + 3), interval_seconds=interval) is False
     )
     assert MetricCounter.objects.filter(name="armada_executor_job_failure_category_total").exists()
+
+
+def test_a_memory_bump_that_no_node_can_hold_is_retry_unschedulable(settings, with_policy, owner):
+    agent = configure(settings, nodes=2)  # nodes of 32Gi
+    agent.tick(at(0))
+    job_id = submit(owner, {"condition": "OOMKilled"}, memory="24Gi")  # x1.5 = 36Gi
+    drive(agent, range(1, 6))
+    [run] = runs(job_id)
+    assert run.decision["decision"] == "retry_unschedulable"
+    assert run.decision["mutation"]["memory"]["after"] == 36 * 2**30 * 1000
+    job = Job.objects.get(id=job_id)
+    assert job.state == "failed"
+    assert "fits no node" in job.terminal_reason

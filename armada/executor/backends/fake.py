@@ -91,6 +91,7 @@ def _status(pod: _FakePod, now: datetime) -> PodStatus:
 class FakeBackend:
     def __init__(self) -> None:
         self._pods: dict[str, _FakePod] = {}
+        self._deleting: set[str] = set()  # names of pods that take time to go
 
     def create_pod(self, pod: PodRequest, now: datetime) -> None:
         if pod.name in self._pods:
@@ -100,9 +101,13 @@ class FakeBackend:
 
     def delete_pod(self, name: str, now: datetime, grace_seconds: float = 0.0) -> None:
         pod = self._pods.get(name)
-        if pod is not None and pod.delete_at is None:
-            pod.delete_at = now + timedelta(seconds=pod.outcome.deletion_seconds)
-            self._forget_deleted(now)
+        if pod is None or pod.delete_at is not None:
+            return
+        if pod.outcome.deletion_seconds <= 0:
+            del self._pods[name]
+            return
+        pod.delete_at = now + timedelta(seconds=pod.outcome.deletion_seconds)
+        self._deleting.add(name)
 
     def poll(self, now: datetime) -> list[PodStatus]:
         self._forget_deleted(now)
@@ -115,6 +120,6 @@ class FakeBackend:
         return pod.outcome.log[-limit_bytes:]
 
     def _forget_deleted(self, now: datetime) -> None:
-        gone = [n for n, p in self._pods.items() if p.delete_at is not None and p.delete_at <= now]
-        for name in gone:
+        for name in [n for n in self._deleting if self._pods[n].delete_at <= now]:
             del self._pods[name]
+            self._deleting.discard(name)
