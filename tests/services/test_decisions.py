@@ -398,3 +398,24 @@ def test_a_memory_bump_that_no_node_can_hold_is_retry_unschedulable(settings, wi
     job = Job.objects.get(id=job_id)
     assert job.state == "failed"
     assert "fits no node" in job.terminal_reason
+
+
+def test_avoid_same_node_without_the_node_id_label_tracked_warns_once_and_avoids_nothing(
+    settings, with_policy, owner, caplog
+):
+    from armada.services import mutations
+
+    mutations._warned_untracked.clear()
+    agent = configure(settings, nodes=1)
+    untracked = settings.ARMADA.executors[0].model_copy(update={"tracked_node_labels": []})
+    settings.ARMADA = settings.ARMADA.model_copy(update={"executors": [untracked]})
+    agent = ExecutorAgent(untracked, FakeBackend())
+    agent.tick(at(0))
+    first = submit(owner, {"nodeLost": "true"})
+    second = submit(owner, {"nodeLost": "true"})
+    drive(agent, range(1, 4))
+    for job_id in (first, second):
+        decision = runs(job_id)[0].decision
+        assert decision["decision"] == "retry"  # not unschedulable: nothing could be avoided
+        assert decision["mutation"]["avoidNodes"] == []
+    assert caplog.text.count("does not track the node id label") == 1
