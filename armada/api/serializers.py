@@ -158,3 +158,14 @@ class RetryPolicySerializer(serializers.Serializer):
     createdAt = serializers.DateTimeField(read_only=True)
     updatedAt = serializers.DateTimeField(read_only=True)
     updatedBy = serializers.CharField(read_only=True)
+
+
+class PreemptSerializer(serializers.Serializer):
+    reason = serializers.CharField(required=False, max_length=255)
+
+
+class PreemptResultSerializer(serializers.Serializer):
+    jobId = serializers.CharField()
+    runIds = serializers.ListField(
+        child=serializers.CharField(), help_text="the runs asked to stop"
+    )

@@ -24,6 +24,7 @@ urlpatterns = [
     ),
     path("jobs", views.JobSubmitView.as_view(), name="job-submit"),
     path("jobs/<str:job_id>", views.JobDetailView.as_view(), name="job-detail"),
+    path("jobs/<str:job_id>/preempt", views.JobPreemptView.as_view(), name="job-preempt"),
     path("runs/<str:run_id>/log", views.RunLogView.as_view(), name="run-log"),
     path(
         "job-sets/<str:queue>/<path:job_set>/events", streams.job_set_events, name="job-set-events"

@@ -12,6 +12,8 @@ from rest_framework.views import APIView
 from armada.api.serializers import (
     JobFileSerializer,
     JobSerializer,
+    PreemptResultSerializer,
+    PreemptSerializer,
     QueueInputSerializer,
     QueueSerializer,
     RetryPolicySerializer,
@@ -21,6 +23,8 @@ from armada.api.serializers import (
 from armada.services import jobs as job_selectors
 from armada.services import policies as policy_services
 from armada.services import queues as queue_services
+from armada.services.errors import ValidationFailed
+from armada.services.preemption import job_preempt
 from armada.services.submit import job_submit
 
 _ERRORS = {
@@ -181,3 +185,21 @@ class RetryPolicyDetailView(APIView):
     def delete(self, request: Request, name: str) -> Response:
         policy_services.policy_delete(actor=request.user, name=name)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class JobPreemptView(APIView):
+    @extend_schema(
+        request=PreemptSerializer,
+        responses={
+            202: PreemptResultSerializer,
+            409: OpenApiResponse(description="the job is not running"),
+            **_ERRORS,
+        },
+        summary="Preempt a running job (it ends preempted and is not retried)",
+    )
+    def post(self, request: Request, job_id: str) -> Response:
+        reason = request.data.get("reason", "") if isinstance(request.data, dict) else ""
+        if not isinstance(reason, str) or len(reason) > 255:
+            raise ValidationFailed.one("reason", "must be text of at most 255 characters")
+        runs = job_preempt(actor=request.user, job_id=job_id, reason=reason, now=timezone.now())
+        return Response({"jobId": job_id, "runIds": runs}, status=status.HTTP_202_ACCEPTED)

@@ -262,6 +262,15 @@ class ArmadaClient:
         """``GET /api/v1/jobs/{id}``: the job with its runs."""
         return self._object(self._request("GET", f"jobs/{quote(job_id, safe='')}"), "job")
 
+    def preempt_job(self, job_id: str, reason: str) -> dict[str, Any]:
+        """``POST /api/v1/jobs/{id}/preempt`` with ``{"reason"}``."""
+        return self._object(
+            self._request(
+                "POST", f"jobs/{quote(job_id, safe='')}/preempt", body={"reason": reason}
+            ),
+            "preemption",
+        )
+
     def get_run_log(self, run_id: str) -> dict[str, Any]:
         """``GET /api/v1/runs/{run_id}/log``: ``{"runId", "jobId", "log", "truncated", ...}``."""
         response = self._request("GET", f"runs/{quote(run_id, safe='')}/log")

@@ -370,6 +370,22 @@ def build_parser() -> ArgumentParser:
     logs = leaf(commands, "logs", "Print the log of a job run, as it is.")
     logs.add_argument("run_id", metavar="RUN_ID", help="a run id (see `armadactl get job`)")
     logs.set_defaults(handler=cmd_logs)
+
+    # preempt
+    preempt = commands.add_parser(
+        "preempt", help="Preempt running jobs.", description="Preempt running jobs."
+    )
+    preempt_kinds = preempt.add_subparsers(dest="kind", metavar="KIND", required=True)
+    pj = leaf(
+        preempt_kinds,
+        "job",
+        "Stop a running job for other work; it ends preempted and is not retried.",
+    )
+    pj.add_argument("queue", metavar="QUEUE")
+    pj.add_argument("job_set", metavar="JOBSET")
+    pj.add_argument("job_id", metavar="JOB_ID")
+    pj.add_argument("reason", metavar="REASON", nargs="?", default="")
+    pj.set_defaults(handler=cmd_preempt_job)
     return parser
 
 
@@ -510,6 +526,16 @@ def cmd_delete_retry_policy(args: argparse.Namespace) -> int:
 
 def cmd_get_job(args: argparse.Namespace) -> int:
     out(render_data(make_client(args).get_job(args.job_id), args.output))
+    return EXIT_OK
+
+
+def cmd_preempt_job(args: argparse.Namespace) -> int:
+    client = make_client(args)
+    job = client.get_job(args.job_id)
+    if job.get("queue") != args.queue or job.get("jobSetId") != args.job_set:
+        raise ApiError(f"job {args.job_id} is not in queue {args.queue}, job set {args.job_set}")
+    client.preempt_job(args.job_id, args.reason)
+    out(f"Requested preemption of job {args.job_id}")
     return EXIT_OK
 
 

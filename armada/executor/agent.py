@@ -15,6 +15,8 @@ A tick, in order:
    the deletion was asked for is reported as internal / stuck-terminating instead. With
    Retain the failed pod is kept as evidence. Succeeded pods are deleted;
 5. apply all reports in one transaction, with the pods' logs.
+A run to be preempted has its pod stopped (SIGTERM, then SIGKILL after the pod's
+``terminationGracePeriodSeconds``) and is reported preempted once the pod is gone.
 A run that is pending or running in the database but whose pod is gone (it vanished, or
 the backend lost it) is reported failed: internal / pod-missing. Pods of runs that are no
 longer active here (cancelled, expired elsewhere) and still running are stopped.
@@ -160,7 +162,9 @@ class ExecutorAgent:
         pods = {s.name: s for s in self.backend.poll(now)}
         reports: list[RunReport] = []
         for run in runs:
-            if run.state == RunState.LEASED and run.pod_name not in pods:
+            if run.stop_requested:
+                reports += self._stop(run, pods.get(run.pod_name), now)
+            elif run.state == RunState.LEASED and run.pod_name not in pods:
                 reports += self._start(run, now, result)
             elif run.state == RunState.LEASED and pods[run.pod_name].run_id != run.id:
                 reports.append(self._collision(run, pods[run.pod_name], now))
@@ -170,8 +174,8 @@ class ExecutorAgent:
         fresh_deletions: list[ActiveRun] = []
         for run in runs:
             status = pods.get(run.pod_name)
-            if status is not None and status.run_id != run.id:
-                continue  # a collision, handled above
+            if run.stop_requested or (status is not None and status.run_id != run.id):
+                continue  # being stopped, or a collision: handled above
             reports += self._follow(run, status, now, to_delete, fresh_deletions)
         if fresh_deletions:
             # Deletions asked for in this tick may be done already: report those at once.
@@ -186,6 +190,15 @@ class ExecutorAgent:
             self.backend.delete_pod(name, now)
         self._stop_orphans(runs, pods, now)
         return result
+
+    def _stop(self, run: ActiveRun, status: PodStatus | None, now: datetime) -> list[RunReport]:
+        """A run to be preempted: stop its pod with the pod's grace period, and report the
+        run preempted once the pod is gone (at once if it never had one)."""
+        if status is None or status.run_id != run.id:
+            return [RunReport(run.id, RunState.PREEMPTED, now)]
+        if not status.deleting:
+            self.backend.delete_pod(status.name, now, _grace(run.pod_spec))
+        return []
 
     def _start(self, run: ActiveRun, now: datetime, result: TickReport) -> list[RunReport]:
         request = PodRequest(

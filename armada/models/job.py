@@ -88,6 +88,10 @@ class Run(models.Model):
     decision = models.JSONField(default=dict, blank=True)
     # Set when the scheduler has decided what a failed or expired run means for its job.
     decided_at = models.DateTimeField(null=True, blank=True)
+    # Set when the run is to be stopped (preempted); the executor stops its pod with the
+    # pod's grace period and then reports it preempted.
+    stop_requested_at = models.DateTimeField(null=True, blank=True)
+    stop_reason = models.CharField(max_length=255, blank=True)
 
     class Meta:
         ordering = ["leased_at", "id"]

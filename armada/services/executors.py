@@ -82,6 +82,7 @@ class ActiveRun:
     pod_name: str
     pod_spec: dict[str, Any]
     annotations: dict[str, str]
+    stop_requested: bool = False
 
 
 def runs_active_for_executor(*, executor_id: str) -> list[ActiveRun]:
@@ -91,7 +92,16 @@ def runs_active_for_executor(*, executor_id: str) -> list[ActiveRun]:
             executor=executor_id, state__in=[RunState.LEASED, RunState.PENDING, RunState.RUNNING]
         )
         .order_by("leased_at", "id")
-        .values("id", "job_id", "state", "node", "pod_name", "job__pod_spec", "job__annotations")
+        .values(
+            "id",
+            "job_id",
+            "state",
+            "node",
+            "pod_name",
+            "job__pod_spec",
+            "job__annotations",
+            "stop_requested_at",
+        )
     )
     return [
         ActiveRun(
@@ -102,6 +112,7 @@ def runs_active_for_executor(*, executor_id: str) -> list[ActiveRun]:
             pod_name=r["pod_name"],
             pod_spec=r["job__pod_spec"],
             annotations=r["job__annotations"],
+            stop_requested=r["stop_requested_at"] is not None,
         )
         for r in rows
     ]

@@ -118,6 +118,9 @@ class Changes:
         self.runs[run.id] = run
         self.jobs[job.id] = job
 
+    def write_events(self) -> None:
+        events_append(events=self.events)
+
     def write(self) -> None:
         bulk_update_fields(list(self.runs.values()), RUN_FIELDS)
         bulk_update_fields(list(self.jobs.values()), JOB_FIELDS)
@@ -154,6 +157,8 @@ def runs_apply_reports(*, executor_id: str, reports: Sequence[RunReport], now: d
             changes.touch(run, job)
             if report.state == RunState.LEASE_RETURNED:
                 _lease_returned(run, job, report, changes, max_retries)
+            elif report.state == RunState.PREEMPTED:
+                _preempted(run, job, report, changes)
             elif report.state == RunState.FAILED:
                 _finish(run, report)
                 record_failure(run=run, changes=changes)
@@ -206,6 +211,38 @@ def record_failure(*, run: Run, changes: Changes) -> None:
                 "failure_subcategory": run.failure_subcategory,
             }
         ],
+    )
+
+
+def _preempted(run: Run, job: Job, report: RunReport, changes: Changes) -> None:
+    """The run was stopped for other work: the job ends preempted and is not retried."""
+    run.state = RunState.PREEMPTED
+    run.finished_at = report.at
+    run.reason = "Preempted"
+    run.message = run.stop_reason or report.message
+    run.retryable = False
+    job.state = JobState.PREEMPTED
+    job.last_transition_at = report.at
+    job.terminal_reason = "Preempted"
+    job.terminal_message = run.message
+    changes.event(
+        EventType.PREEMPTED,
+        run,
+        job,
+        report.at,
+        cluster=run.executor,
+        node=run.node,
+        reason=run.message,
+    )
+    changes.failed_event(
+        run,
+        job,
+        report.at,
+        retryable=False,
+        category="",
+        subcategory="",
+        reason="Preempted",
+        message=run.message,
     )
 
 

@@ -290,6 +290,19 @@ class Handler(BaseHTTPRequestHandler):
         segments = [unquote(s) for s in path.split("/")]
         if (
             len(segments) == 6
+            and segments[:4] == ["", "api", "v1", "jobs"]
+            and segments[5] == "preempt"
+        ):
+            job = self.fake.jobs.get(segments[4])
+            if job is None:
+                return self.send_error_body(404, f"job {segments[4]} does not exist")
+            if job.get("state") != "running":
+                return self.send_error_body(
+                    409, f"job {segments[4]!r} is {job.get('state')}, not running"
+                )
+            return self.send_json(202, {"jobId": segments[4], "runIds": ["01jrun0009"]})
+        if (
+            len(segments) == 6
             and segments[:4] == ["", "api", "v1", "queues"]
             and segments[5] in ("cordon", "uncordon")
         ):

@@ -1189,3 +1189,42 @@ def test_help_lists_the_new_commands(capsys: pytest.CaptureFixture[str]) -> None
     assert code == 0
     listed = [line.split()[0] for line in out.splitlines() if re.match(r"    \S", line)]
     assert listed == ["queue", "queues", "retry-policy", "retry-policies", "job"]
+
+
+def test_preempt_job_checks_queue_and_job_set_then_asks_the_server(
+    capsys: pytest.CaptureFixture[str], fake_armada: FakeArmada
+) -> None:
+    fake_armada.jobs["01jjob0001"] = {**JOB_WITH_RUNS, "state": "running"}
+    queue, job_set = JOB_WITH_RUNS["queue"], JOB_WITH_RUNS["jobSetId"]
+    code, out, err = run(
+        capsys,
+        "--url",
+        fake_armada.url,
+        "preempt",
+        "job",
+        queue,
+        job_set,
+        "01jjob0001",
+        "maintenance",
+    )
+    assert (code, err) == (0, "")
+    assert out.strip() == "Requested preemption of job 01jjob0001"
+    assert fake_armada.paths("POST") == ["/api/v1/jobs/01jjob0001/preempt"]
+    assert fake_armada.requests[-1].body == {"reason": "maintenance"}
+
+    code, out, err = run(
+        capsys, "--url", fake_armada.url, "preempt", "job", "other", job_set, "01jjob0001"
+    )
+    assert code == 1 and "not in queue other" in err
+    assert fake_armada.paths("POST") == ["/api/v1/jobs/01jjob0001/preempt"]  # nothing more sent
+
+
+def test_preempt_a_job_that_is_not_running_is_an_error(
+    capsys: pytest.CaptureFixture[str], fake_armada: FakeArmada
+) -> None:
+    fake_armada.jobs["01jjob0001"] = {**JOB_WITH_RUNS, "state": "succeeded"}
+    queue, job_set = JOB_WITH_RUNS["queue"], JOB_WITH_RUNS["jobSetId"]
+    code, _, err = run(
+        capsys, "--url", fake_armada.url, "preempt", "job", queue, job_set, "01jjob0001"
+    )
+    assert code == 1 and "not running" in err
