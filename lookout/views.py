@@ -5,6 +5,7 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseForbidde
 from django.shortcuts import render
 
 from armada.core.states import JobState
+from armada.models import SchedulingReason
 from armada.services.errors import NotFound, PermissionDenied
 from armada.services.jobs import job_get
 from lookout.queries import jobs_page, runs_with_logs
@@ -36,4 +37,9 @@ def job_detail(request: HttpRequest, job_id: str) -> HttpResponse:
         raise Http404(str(exc)) from None
     except PermissionDenied as exc:
         return HttpResponseForbidden(str(exc))
-    return render(request, "lookout/job.html", {"job": job, "runs": runs_with_logs(job=job)})
+    context = {
+        "job": job,
+        "runs": runs_with_logs(job=job),
+        "scheduling_reason": SchedulingReason.objects.filter(job=job).first(),
+    }
+    return render(request, "lookout/job.html", context)

@@ -108,6 +108,9 @@ class JobSerializer(serializers.ModelSerializer):
     failureCategory = serializers.CharField(source="failure_category")
     failureSubcategory = serializers.CharField(source="failure_subcategory")
     runs = RunSerializer(many=True)
+    schedulingReason = serializers.SerializerMethodField(
+        help_text="why the job was not leased in the last round that considered it (queued jobs)"
+    )
 
     class Meta:
         model = Job
@@ -129,9 +132,24 @@ class JobSerializer(serializers.ModelSerializer):
             "terminalReason",
             "failureCategory",
             "failureSubcategory",
+            "schedulingReason",
             "runs",
         ]
         read_only_fields = fields
+
+    def get_schedulingReason(self, job: Job) -> dict[str, Any] | None:  # noqa: N802 (API field name)
+        from armada.models import SchedulingReason
+
+        if job.state != "queued":
+            return None
+        record = SchedulingReason.objects.filter(job=job).first()
+        if record is None:
+            return None
+        return {
+            "reason": record.reason,
+            "roundId": record.round_id,
+            "at": record.updated_at.isoformat(),
+        }
 
     def get_requests(self, job: Job) -> dict[str, Any]:
         return Resources(job.requests).to_strings()

@@ -8,6 +8,7 @@ from armada.models.log import RunLog
 from armada.models.metric import MetricCounter
 from armada.models.policy import RetryPolicy
 from armada.models.queue import Queue
+from armada.models.scheduling import SchedulingReason, SchedulingRound
 
 __all__ = [
     "Event",
@@ -20,4 +21,6 @@ __all__ = [
     "RetryPolicy",
     "Run",
     "RunLog",
+    "SchedulingReason",
+    "SchedulingRound",
 ]

@@ -4,7 +4,8 @@ First the runs of lost executors are expired (``services.expiry``) and every und
 failure is decided (``services.decisions``). Then: snapshot ->
 ``core.scheduling.schedule_round`` (per pool) -> one transaction that creates the runs,
 moves the jobs to leased (guarded: only jobs still queued) and appends the ``leased``
-events. Only one cycle runs at a time, under the ``scheduler`` leader lease.
+events. Only one cycle runs at a time, under the ``scheduler`` leader lease. Last, the
+round and the reasons jobs were not leased are recorded (``services.records``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -35,6 +37,7 @@ from armada.services.expiry import runs_expire
 from armada.services.ids import new_id
 from armada.services.leader import leader_acquire
 from armada.services.mutations import avoided_node_names
+from armada.services.records import records_write
 from armada.services.snapshot import node_state, queued_job
 
 log = logging.getLogger(__name__)
@@ -100,6 +103,7 @@ def scheduler_cycle(*, now: datetime) -> CycleReport:
     ttl = timedelta(seconds=max(30.0, config.scheduling.cycle_period * 10))
     if not leader_acquire(name=LEADER_NAME, holder=HOLDER, now=now, ttl=ttl):
         return CycleReport(ran=False)
+    started = time.perf_counter()
     counters_reset_if_due(
         names=[DECISIONS_COUNTER, GANG_SKIPPED_COUNTER],
         now=now,
@@ -138,12 +142,21 @@ def scheduler_cycle(*, now: datetime) -> CycleReport:
     for job_id in jobs:
         if job_id not in remaining:
             report.unschedulable.pop(job_id, None)
-    if leases:
-        report.leased = _write_leases(jobs, leases, now)
+    leased_ids = _write_leases(jobs, leases, now) if leases else []
+    report.leased = len(leased_ids)
+    records_write(
+        started_at=now,
+        duration_ms=int((time.perf_counter() - started) * 1000),
+        considered=report.considered,
+        leased_ids=leased_ids,
+        expired=expired,
+        decided=decided,
+        unschedulable=report.unschedulable,
+    )
     return report
 
 
-def _write_leases(jobs: dict[str, Job], leases: list, now: datetime) -> int:
+def _write_leases(jobs: dict[str, Job], leases: list, now: datetime) -> list[str]:
     """Create runs and move jobs to leased; only jobs still queued at commit time are leased."""
     with transaction.atomic():
         ids = [lease.job_id for _, lease in leases]
@@ -186,4 +199,4 @@ def _write_leases(jobs: dict[str, Job], leases: list, now: datetime) -> int:
         Run.objects.bulk_create(runs, batch_size=1000)
         events_append(events=events)
     log.info("scheduling cycle leased %d job(s)", len(runs))
-    return len(runs)
+    return [r.job_id for r in runs]

@@ -1,0 +1,73 @@
+"""Scheduling records: why each queued job was not leased, readable through the API.
+
+Every cycle stores a ``SchedulingRound`` (the last ``KEEP_ROUNDS`` are kept) and, for each
+queued job it considered and did not lease, the reason (``SchedulingReason``, one row per
+job, replaced when the reason changes and removed when the job is leased). The scheduler
+process remembers what it last wrote, so a steady backlog costs no writes per cycle; after a
+restart the first cycle writes them all once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+
+from django.db import transaction
+
+from armada.models import SchedulingReason, SchedulingRound
+
+KEEP_ROUNDS = 100
+_written: dict[str, str] = {}  # job id -> reason last written by this process
+
+
+def records_write(
+    *,
+    started_at: datetime,
+    duration_ms: int,
+    considered: int,
+    leased_ids: Iterable[str],
+    expired: int,
+    decided: int,
+    unschedulable: Mapping[str, str],
+) -> SchedulingRound:
+    leased = list(leased_ids)
+    with transaction.atomic():
+        round_ = SchedulingRound.objects.create(
+            started_at=started_at,
+            duration_ms=duration_ms,
+            considered=considered,
+            leased=len(leased),
+            expired=expired,
+            decided=decided,
+            unschedulable=len(unschedulable),
+        )
+        changed = {
+            job_id: reason
+            for job_id, reason in unschedulable.items()
+            if _written.get(job_id) != reason
+        }
+        if changed:
+            SchedulingReason.objects.bulk_create(
+                [
+                    SchedulingReason(job_id=j, reason=r, round=round_, updated_at=started_at)
+                    for j, r in changed.items()
+                ],
+                batch_size=1000,
+                update_conflicts=True,
+                unique_fields=["job"],
+                update_fields=["reason", "round", "updated_at"],
+            )
+        if leased:
+            SchedulingReason.objects.filter(job_id__in=leased).delete()
+        oldest_kept = round_.id - KEEP_ROUNDS
+        if oldest_kept > 0:
+            SchedulingRound.objects.filter(id__lte=oldest_kept).delete()
+    _written.update(changed)
+    for job_id in leased:
+        _written.pop(job_id, None)
+    return round_
+
+
+def forget_written() -> None:
+    """Forget what was written (a new process, or tests)."""
+    _written.clear()
