@@ -187,3 +187,14 @@ class PreemptResultSerializer(serializers.Serializer):
     runIds = serializers.ListField(
         child=serializers.CharField(), help_text="the runs asked to stop"
     )
+
+
+class ReprioritizeSerializer(serializers.Serializer):
+    queue = serializers.CharField()
+    jobSetId = serializers.CharField()
+    priority = serializers.IntegerField(min_value=0)
+    jobIds = serializers.ListField(child=serializers.CharField(), required=False)
+
+
+class ReprioritizeResultSerializer(serializers.Serializer):
+    jobIds = serializers.ListField(child=serializers.CharField(), help_text="the jobs changed")

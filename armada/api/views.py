@@ -16,6 +16,8 @@ from armada.api.serializers import (
     PreemptSerializer,
     QueueInputSerializer,
     QueueSerializer,
+    ReprioritizeResultSerializer,
+    ReprioritizeSerializer,
     RetryPolicySerializer,
     RunLogSerializer,
     SubmitResultSerializer,
@@ -25,6 +27,7 @@ from armada.services import policies as policy_services
 from armada.services import queues as queue_services
 from armada.services.errors import ValidationFailed
 from armada.services.preemption import job_preempt
+from armada.services.reprioritize import jobs_reprioritize
 from armada.services.submit import job_submit
 
 _ERRORS = {
@@ -203,3 +206,30 @@ class JobPreemptView(APIView):
             raise ValidationFailed.one("reason", "must be text of at most 255 characters")
         runs = job_preempt(actor=request.user, job_id=job_id, reason=reason, now=timezone.now())
         return Response({"jobId": job_id, "runIds": runs}, status=status.HTTP_202_ACCEPTED)
+
+
+class JobReprioritizeView(APIView):
+    @extend_schema(
+        request=ReprioritizeSerializer,
+        responses={200: ReprioritizeResultSerializer, **_ERRORS},
+        summary="Change the priority of jobs of a job set (all of them when jobIds is left out)",
+    )
+    def post(self, request: Request) -> Response:
+        data = request.data if isinstance(request.data, dict) else {}
+        job_ids = data.get("jobIds")
+        if job_ids is not None and (
+            not isinstance(job_ids, list) or not all(isinstance(j, str) for j in job_ids)
+        ):
+            raise ValidationFailed.one("jobIds", "must be a list of job ids")
+        for name in ("queue", "jobSetId"):
+            if not isinstance(data.get(name), str) or not data.get(name):
+                raise ValidationFailed.one(name, "is required")
+        changed = jobs_reprioritize(
+            actor=request.user,
+            queue=data["queue"],
+            job_set=data["jobSetId"],
+            priority=data.get("priority"),
+            job_ids=job_ids,
+            now=timezone.now(),
+        )
+        return Response({"jobIds": changed})

@@ -5,35 +5,56 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('armada', '0004_run_stop_requests'),
+        ("armada", "0004_run_stop_requests"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='SchedulingRound',
+            name="SchedulingRound",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('started_at', models.DateTimeField()),
-                ('duration_ms', models.PositiveIntegerField(default=0)),
-                ('considered', models.PositiveIntegerField(default=0)),
-                ('leased', models.PositiveIntegerField(default=0)),
-                ('expired', models.PositiveIntegerField(default=0)),
-                ('decided', models.PositiveIntegerField(default=0)),
-                ('unschedulable', models.PositiveIntegerField(default=0)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("started_at", models.DateTimeField()),
+                ("duration_ms", models.PositiveIntegerField(default=0)),
+                ("considered", models.PositiveIntegerField(default=0)),
+                ("leased", models.PositiveIntegerField(default=0)),
+                ("expired", models.PositiveIntegerField(default=0)),
+                ("decided", models.PositiveIntegerField(default=0)),
+                ("unschedulable", models.PositiveIntegerField(default=0)),
             ],
             options={
-                'ordering': ['-id'],
+                "ordering": ["-id"],
             },
         ),
         migrations.CreateModel(
-            name='SchedulingReason',
+            name="SchedulingReason",
             fields=[
-                ('job', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, primary_key=True, related_name='scheduling_reason', serialize=False, to='armada.job')),
-                ('reason', models.TextField()),
-                ('updated_at', models.DateTimeField()),
-                ('round', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='armada.schedulinground')),
+                (
+                    "job",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        primary_key=True,
+                        related_name="scheduling_reason",
+                        serialize=False,
+                        to="armada.job",
+                    ),
+                ),
+                ("reason", models.TextField()),
+                ("updated_at", models.DateTimeField()),
+                (
+                    "round",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="armada.schedulinground",
+                    ),
+                ),
             ],
         ),
     ]
