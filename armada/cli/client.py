@@ -271,6 +271,18 @@ class ArmadaClient:
             "preemption",
         )
 
+    def reprioritize(
+        self, queue: str, job_set: str, priority: int, job_ids: list[str] | None
+    ) -> list[str]:
+        """``POST /api/v1/jobs/reprioritize``; returns the ids of the jobs changed."""
+        body: dict[str, Any] = {"queue": queue, "jobSetId": job_set, "priority": priority}
+        if job_ids is not None:
+            body["jobIds"] = job_ids
+        result = self._object(
+            self._request("POST", "jobs/reprioritize", body=body), "reprioritization"
+        )
+        return list(result.get("jobIds") or [])
+
     def get_run_log(self, run_id: str) -> dict[str, Any]:
         """``GET /api/v1/runs/{run_id}/log``: ``{"runId", "jobId", "log", "truncated", ...}``."""
         response = self._request("GET", f"runs/{quote(run_id, safe='')}/log")

@@ -386,6 +386,27 @@ def build_parser() -> ArgumentParser:
     pj.add_argument("job_id", metavar="JOB_ID")
     pj.add_argument("reason", metavar="REASON", nargs="?", default="")
     pj.set_defaults(handler=cmd_preempt_job)
+
+    # reprioritize
+    repri = commands.add_parser(
+        "reprioritize",
+        help="Change the priority of waiting jobs.",
+        description="Change the priority of waiting jobs.",
+    )
+    repri_kinds = repri.add_subparsers(dest="kind", metavar="KIND", required=True)
+    rj = leaf(
+        repri_kinds, "job", "Set the priority of one job (lower goes first within its queue)."
+    )
+    rj.add_argument("queue", metavar="QUEUE")
+    rj.add_argument("job_set", metavar="JOBSET")
+    rj.add_argument("job_id", metavar="JOB_ID")
+    rj.add_argument("priority", metavar="PRIORITY", type=int)
+    rj.set_defaults(handler=cmd_reprioritize)
+    rs = leaf(repri_kinds, "job-set", "Set the priority of every unfinished job of a job set.")
+    rs.add_argument("queue", metavar="QUEUE")
+    rs.add_argument("job_set", metavar="JOBSET")
+    rs.add_argument("priority", metavar="PRIORITY", type=int)
+    rs.set_defaults(handler=cmd_reprioritize, job_id=None)
     return parser
 
 
@@ -536,6 +557,13 @@ def cmd_preempt_job(args: argparse.Namespace) -> int:
         raise ApiError(f"job {args.job_id} is not in queue {args.queue}, job set {args.job_set}")
     client.preempt_job(args.job_id, args.reason)
     out(f"Requested preemption of job {args.job_id}")
+    return EXIT_OK
+
+
+def cmd_reprioritize(args: argparse.Namespace) -> int:
+    ids = [args.job_id] if args.job_id else None
+    changed = make_client(args).reprioritize(args.queue, args.job_set, args.priority, ids)
+    out(f"Reprioritized {len(changed)} job(s) to priority {args.priority}")
     return EXIT_OK
 
 

@@ -287,6 +287,15 @@ class Handler(BaseHTTPRequestHandler):
                     409, f"retry policy {body['name']!r} already exists; use update to change it"
                 )
             return self.send_json(201, self.fake.store_policy(body, version=1))
+        if path == "/api/v1/jobs/reprioritize":
+            ids = [
+                j["id"]
+                for j in self.fake.jobs.values()
+                if j.get("queue") == body.get("queue")
+                and j.get("jobSetId") == body.get("jobSetId")
+                and ("jobIds" not in body or j["id"] in body["jobIds"])
+            ]
+            return self.send_json(200, {"jobIds": ids})
         segments = [unquote(s) for s in path.split("/")]
         if (
             len(segments) == 6

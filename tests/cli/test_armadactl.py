@@ -1228,3 +1228,30 @@ def test_preempt_a_job_that_is_not_running_is_an_error(
         capsys, "--url", fake_armada.url, "preempt", "job", queue, job_set, "01jjob0001"
     )
     assert code == 1 and "not running" in err
+
+
+def test_reprioritize_a_job_and_a_job_set(
+    capsys: pytest.CaptureFixture[str], fake_armada: FakeArmada
+) -> None:
+    fake_armada.jobs["01jjob0001"] = {**JOB_WITH_RUNS, "id": "01jjob0001"}
+    fake_armada.jobs["01jjob0002"] = {**JOB_WITH_RUNS, "id": "01jjob0002"}
+    queue, job_set = JOB_WITH_RUNS["queue"], JOB_WITH_RUNS["jobSetId"]
+    code, out, _ = run(
+        capsys, "--url", fake_armada.url, "reprioritize", "job", queue, job_set, "01jjob0001", "5"
+    )
+    assert (code, out.strip()) == (0, "Reprioritized 1 job(s) to priority 5")
+    assert fake_armada.requests[-1].body == {
+        "queue": queue,
+        "jobSetId": job_set,
+        "priority": 5,
+        "jobIds": ["01jjob0001"],
+    }
+    code, out, _ = run(
+        capsys, "--url", fake_armada.url, "reprioritize", "job-set", queue, job_set, "2"
+    )
+    assert (code, out.strip()) == (0, "Reprioritized 2 job(s) to priority 2")
+    assert fake_armada.requests[-1].body == {"queue": queue, "jobSetId": job_set, "priority": 2}
+    code, _, _ = run(
+        capsys, "--url", fake_armada.url, "reprioritize", "job-set", queue, job_set, "high"
+    )
+    assert code == 2
