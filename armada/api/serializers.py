@@ -198,3 +198,10 @@ class ReprioritizeSerializer(serializers.Serializer):
 
 class ReprioritizeResultSerializer(serializers.Serializer):
     jobIds = serializers.ListField(child=serializers.CharField(), help_text="the jobs changed")
+
+
+class CancelSerializer(serializers.Serializer):
+    queue = serializers.CharField()
+    jobSetId = serializers.CharField()
+    jobIds = serializers.ListField(child=serializers.CharField(), required=False)
+    reason = serializers.CharField(required=False, max_length=255)

@@ -24,6 +24,7 @@ urlpatterns = [
     ),
     path("jobs", views.JobSubmitView.as_view(), name="job-submit"),
     path("jobs/reprioritize", views.JobReprioritizeView.as_view(), name="job-reprioritize"),
+    path("jobs/cancel", views.JobCancelView.as_view(), name="job-cancel"),
     path("jobs/<str:job_id>", views.JobDetailView.as_view(), name="job-detail"),
     path("jobs/<str:job_id>/preempt", views.JobPreemptView.as_view(), name="job-preempt"),
     path("runs/<str:run_id>/log", views.RunLogView.as_view(), name="run-log"),

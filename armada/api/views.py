@@ -10,6 +10,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from armada.api.serializers import (
+    CancelSerializer,
     JobFileSerializer,
     JobSerializer,
     PreemptResultSerializer,
@@ -26,8 +27,8 @@ from armada.services import jobs as job_selectors
 from armada.services import policies as policy_services
 from armada.services import queues as queue_services
 from armada.services.errors import ValidationFailed
-from armada.services.preemption import job_preempt
 from armada.services.reprioritize import jobs_reprioritize
+from armada.services.stopping import job_preempt, jobs_cancel
 from armada.services.submit import job_submit
 
 _ERRORS = {
@@ -35,6 +36,27 @@ _ERRORS = {
     403: OpenApiResponse(description="permission denied; the message names the permission"),
     404: OpenApiResponse(description="not found"),
 }
+
+
+def _reason(data: dict) -> str:
+    reason = data.get("reason", "")
+    if not isinstance(reason, str) or len(reason) > 255:
+        raise ValidationFailed.one("reason", "must be text of at most 255 characters")
+    return reason
+
+
+def _job_set_selection(request: Request) -> tuple[dict, list[str] | None]:
+    """The body of a job-set action: ``queue``, ``jobSetId`` and optional ``jobIds``."""
+    data = request.data if isinstance(request.data, dict) else {}
+    job_ids = data.get("jobIds")
+    if job_ids is not None and (
+        not isinstance(job_ids, list) or not all(isinstance(j, str) for j in job_ids)
+    ):
+        raise ValidationFailed.one("jobIds", "must be a list of job ids")
+    for name in ("queue", "jobSetId"):
+        if not isinstance(data.get(name), str) or not data.get(name):
+            raise ValidationFailed.one(name, "is required")
+    return data, job_ids
 
 
 class QueueListView(APIView):
@@ -201,9 +223,7 @@ class JobPreemptView(APIView):
         summary="Preempt a running job (it ends preempted and is not retried)",
     )
     def post(self, request: Request, job_id: str) -> Response:
-        reason = request.data.get("reason", "") if isinstance(request.data, dict) else ""
-        if not isinstance(reason, str) or len(reason) > 255:
-            raise ValidationFailed.one("reason", "must be text of at most 255 characters")
+        reason = _reason(request.data if isinstance(request.data, dict) else {})
         runs = job_preempt(actor=request.user, job_id=job_id, reason=reason, now=timezone.now())
         return Response({"jobId": job_id, "runIds": runs}, status=status.HTTP_202_ACCEPTED)
 
@@ -215,21 +235,33 @@ class JobReprioritizeView(APIView):
         summary="Change the priority of jobs of a job set (all of them when jobIds is left out)",
     )
     def post(self, request: Request) -> Response:
-        data = request.data if isinstance(request.data, dict) else {}
-        job_ids = data.get("jobIds")
-        if job_ids is not None and (
-            not isinstance(job_ids, list) or not all(isinstance(j, str) for j in job_ids)
-        ):
-            raise ValidationFailed.one("jobIds", "must be a list of job ids")
-        for name in ("queue", "jobSetId"):
-            if not isinstance(data.get(name), str) or not data.get(name):
-                raise ValidationFailed.one(name, "is required")
+        data, job_ids = _job_set_selection(request)
         changed = jobs_reprioritize(
             actor=request.user,
             queue=data["queue"],
             job_set=data["jobSetId"],
             priority=data.get("priority"),
             job_ids=job_ids,
+            now=timezone.now(),
+        )
+        return Response({"jobIds": changed})
+
+
+class JobCancelView(APIView):
+    @extend_schema(
+        request=CancelSerializer,
+        responses={200: ReprioritizeResultSerializer, **_ERRORS},
+        summary="Cancel jobs of a job set (all its unfinished jobs when jobIds is left out)",
+    )
+    def post(self, request: Request) -> Response:
+        data, job_ids = _job_set_selection(request)
+        reason = _reason(data)
+        changed = jobs_cancel(
+            actor=request.user,
+            queue=data["queue"],
+            job_set=data["jobSetId"],
+            job_ids=job_ids,
+            reason=reason,
             now=timezone.now(),
         )
         return Response({"jobIds": changed})

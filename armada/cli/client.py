@@ -271,6 +271,14 @@ class ArmadaClient:
             "preemption",
         )
 
+    def cancel(self, queue: str, job_set: str, job_ids: list[str] | None) -> list[str]:
+        """``POST /api/v1/jobs/cancel``; returns the ids of the jobs being cancelled."""
+        body: dict[str, Any] = {"queue": queue, "jobSetId": job_set}
+        if job_ids is not None:
+            body["jobIds"] = job_ids
+        result = self._object(self._request("POST", "jobs/cancel", body=body), "cancellation")
+        return list(result.get("jobIds") or [])
+
     def reprioritize(
         self, queue: str, job_set: str, priority: int, job_ids: list[str] | None
     ) -> list[str]:

@@ -387,6 +387,19 @@ def build_parser() -> ArgumentParser:
     pj.add_argument("reason", metavar="REASON", nargs="?", default="")
     pj.set_defaults(handler=cmd_preempt_job)
 
+    # cancel
+    cancel = commands.add_parser("cancel", help="Cancel jobs.", description="Cancel jobs.")
+    cancel_kinds = cancel.add_subparsers(dest="kind", metavar="KIND", required=True)
+    cj = leaf(cancel_kinds, "job", "Cancel one job (a running job's pod is stopped first).")
+    cj.add_argument("queue", metavar="QUEUE")
+    cj.add_argument("job_set", metavar="JOBSET")
+    cj.add_argument("job_id", metavar="JOB_ID")
+    cj.set_defaults(handler=cmd_cancel)
+    cs = leaf(cancel_kinds, "job-set", "Cancel every unfinished job of a job set.")
+    cs.add_argument("queue", metavar="QUEUE")
+    cs.add_argument("job_set", metavar="JOBSET")
+    cs.set_defaults(handler=cmd_cancel, job_id=None)
+
     # reprioritize
     repri = commands.add_parser(
         "reprioritize",
@@ -557,6 +570,13 @@ def cmd_preempt_job(args: argparse.Namespace) -> int:
         raise ApiError(f"job {args.job_id} is not in queue {args.queue}, job set {args.job_set}")
     client.preempt_job(args.job_id, args.reason)
     out(f"Requested preemption of job {args.job_id}")
+    return EXIT_OK
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    ids = [args.job_id] if args.job_id else None
+    cancelled = make_client(args).cancel(args.queue, args.job_set, ids)
+    out(f"Cancelling {len(cancelled)} job(s)")
     return EXIT_OK
 
 

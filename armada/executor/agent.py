@@ -15,8 +15,8 @@ A tick, in order:
    the deletion was asked for is reported as internal / stuck-terminating instead. With
    Retain the failed pod is kept as evidence. Succeeded pods are deleted;
 5. apply all reports in one transaction, with the pods' logs.
-A run to be preempted has its pod stopped (SIGTERM, then SIGKILL after the pod's
-``terminationGracePeriodSeconds``) and is reported preempted once the pod is gone.
+A run to be preempted or cancelled has its pod stopped (SIGTERM, then SIGKILL after the pod's
+``terminationGracePeriodSeconds``) and is reported so once the pod is gone.
 A run that is pending or running in the database but whose pod is gone (it vanished, or
 the backend lost it) is reported failed: internal / pod-missing. Pods of runs that are no
 longer active here (cancelled, expired elsewhere) and still running are stopped.
@@ -192,10 +192,11 @@ class ExecutorAgent:
         return result
 
     def _stop(self, run: ActiveRun, status: PodStatus | None, now: datetime) -> list[RunReport]:
-        """A run to be preempted: stop its pod with the pod's grace period, and report the
-        run preempted once the pod is gone (at once if it never had one)."""
+        """A run to be preempted or cancelled: stop its pod with the pod's grace period, and
+        report the run preempted or cancelled once the pod is gone (at once if it had none)."""
         if status is None or status.run_id != run.id:
-            return [RunReport(run.id, RunState.PREEMPTED, now)]
+            state = RunState.CANCELLED if run.stop_kind == "cancel" else RunState.PREEMPTED
+            return [RunReport(run.id, state, now)]
         if not status.deleting:
             self.backend.delete_pod(status.name, now, _grace(run.pod_spec))
         return []

@@ -88,9 +88,10 @@ class Run(models.Model):
     decision = models.JSONField(default=dict, blank=True)
     # Set when the scheduler has decided what a failed or expired run means for its job.
     decided_at = models.DateTimeField(null=True, blank=True)
-    # Set when the run is to be stopped (preempted); the executor stops its pod with the
-    # pod's grace period and then reports it preempted.
+    # Set when the run is to be stopped (preempted or cancelled); the executor stops its pod
+    # with the pod's grace period and then reports the run preempted or cancelled.
     stop_requested_at = models.DateTimeField(null=True, blank=True)
+    stop_kind = models.CharField(max_length=16, blank=True)  # "preempt" or "cancel"
     stop_reason = models.CharField(max_length=255, blank=True)
 
     class Meta:

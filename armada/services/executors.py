@@ -83,6 +83,7 @@ class ActiveRun:
     pod_spec: dict[str, Any]
     annotations: dict[str, str]
     stop_requested: bool = False
+    stop_kind: str = ""
 
 
 def runs_active_for_executor(*, executor_id: str) -> list[ActiveRun]:
@@ -101,6 +102,7 @@ def runs_active_for_executor(*, executor_id: str) -> list[ActiveRun]:
             "job__pod_spec",
             "job__annotations",
             "stop_requested_at",
+            "stop_kind",
         )
     )
     return [
@@ -113,6 +115,7 @@ def runs_active_for_executor(*, executor_id: str) -> list[ActiveRun]:
             pod_spec=r["job__pod_spec"],
             annotations=r["job__annotations"],
             stop_requested=r["stop_requested_at"] is not None,
+            stop_kind=r["stop_kind"],
         )
         for r in rows
     ]

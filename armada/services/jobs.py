@@ -29,3 +29,22 @@ def run_get(*, actor: Any, run_id: str) -> Run:
 
 def run_log_text(*, run: Run) -> RunLog | None:
     return RunLog.objects.filter(run=run).first()
+
+
+def live_jobs_for_update(*, queue: Any, job_set: str, job_ids: list[str] | None) -> list[Job]:
+    """The unfinished jobs of a job set, locked for update (call inside a transaction); all of
+    them when ``job_ids`` is None, else exactly those, or NotFound naming the missing ones."""
+    from armada.core.states import JobState
+
+    live = [s.value for s in JobState if not s.terminal]
+    qs = Job.objects.select_for_update().filter(queue=queue, job_set=job_set, state__in=live)
+    if job_ids is not None:
+        qs = qs.filter(id__in=job_ids)
+    jobs = list(qs.order_by("id"))
+    if job_ids is not None and len(jobs) != len(set(job_ids)):
+        found = {j.id for j in jobs}
+        missing = [j for j in job_ids if j not in found]
+        raise NotFound(
+            f"no unfinished job {', '.join(missing)} in queue {queue.name!r}, job set {job_set!r}"
+        )
+    return jobs

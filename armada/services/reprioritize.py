@@ -19,6 +19,7 @@ from armada.models import Job, Queue
 from armada.services.authz import require_queue_verb
 from armada.services.errors import NotFound, ValidationFailed
 from armada.services.events import NewEvent, events_append
+from armada.services.jobs import live_jobs_for_update
 
 LIVE = [s.value for s in JobState if not s.terminal]
 
@@ -39,18 +40,7 @@ def jobs_reprioritize(
         raise NotFound(f"queue {queue!r} does not exist")
     require_queue_verb(actor, queue_row, "reprioritize")
     with transaction.atomic():
-        qs = Job.objects.select_for_update().filter(
-            queue=queue_row, job_set=job_set, state__in=LIVE
-        )
-        if job_ids is not None:
-            qs = qs.filter(id__in=job_ids)
-        jobs = list(qs.order_by("id"))
-        if job_ids is not None and len(jobs) != len(set(job_ids)):
-            found = {j.id for j in jobs}
-            missing = [j for j in job_ids if j not in found]
-            raise NotFound(
-                f"no unfinished job {', '.join(missing)} in queue {queue!r}, job set {job_set!r}"
-            )
+        jobs = live_jobs_for_update(queue=queue_row, job_set=job_set, job_ids=job_ids)
         events = []
         for job in jobs:
             common = {"queue": queue, "job_set": job_set, "job_id": job.id, "created": now}

@@ -159,6 +159,8 @@ def runs_apply_reports(*, executor_id: str, reports: Sequence[RunReport], now: d
                 _lease_returned(run, job, report, changes, max_retries)
             elif report.state == RunState.PREEMPTED:
                 _preempted(run, job, report, changes)
+            elif report.state == RunState.CANCELLED:
+                _cancelled(run, job, report, changes)
             elif report.state == RunState.FAILED:
                 _finish(run, report)
                 record_failure(run=run, changes=changes)
@@ -244,6 +246,19 @@ def _preempted(run: Run, job: Job, report: RunReport, changes: Changes) -> None:
         reason="Preempted",
         message=run.message,
     )
+
+
+def _cancelled(run: Run, job: Job, report: RunReport, changes: Changes) -> None:
+    """The run was stopped because its job was cancelled."""
+    run.state = RunState.CANCELLED
+    run.finished_at = report.at
+    run.reason = "Cancelled"
+    run.message = run.stop_reason
+    job.state = JobState.CANCELLED
+    job.last_transition_at = report.at
+    job.terminal_reason = "Cancelled"
+    job.terminal_message = run.stop_reason
+    changes.event(EventType.CANCELLED, run, job, report.at, reason=run.stop_reason)
 
 
 def _lease_returned(

@@ -287,7 +287,7 @@ class Handler(BaseHTTPRequestHandler):
                     409, f"retry policy {body['name']!r} already exists; use update to change it"
                 )
             return self.send_json(201, self.fake.store_policy(body, version=1))
-        if path == "/api/v1/jobs/reprioritize":
+        if path in ("/api/v1/jobs/reprioritize", "/api/v1/jobs/cancel"):
             ids = [
                 j["id"]
                 for j in self.fake.jobs.values()

@@ -1255,3 +1255,23 @@ def test_reprioritize_a_job_and_a_job_set(
         capsys, "--url", fake_armada.url, "reprioritize", "job-set", queue, job_set, "high"
     )
     assert code == 2
+
+
+def test_cancel_a_job_and_a_job_set(
+    capsys: pytest.CaptureFixture[str], fake_armada: FakeArmada
+) -> None:
+    fake_armada.jobs["01jjob0001"] = {**JOB_WITH_RUNS, "id": "01jjob0001"}
+    queue, job_set = JOB_WITH_RUNS["queue"], JOB_WITH_RUNS["jobSetId"]
+    code, out, _ = run(
+        capsys, "--url", fake_armada.url, "cancel", "job", queue, job_set, "01jjob0001"
+    )
+    assert (code, out.strip()) == (0, "Cancelling 1 job(s)")
+    assert fake_armada.paths("POST") == ["/api/v1/jobs/cancel"]
+    assert fake_armada.requests[-1].body == {
+        "queue": queue,
+        "jobSetId": job_set,
+        "jobIds": ["01jjob0001"],
+    }
+    code, out, _ = run(capsys, "--url", fake_armada.url, "cancel", "job-set", queue, job_set)
+    assert (code, out.strip()) == (0, "Cancelling 1 job(s)")
+    assert fake_armada.requests[-1].body == {"queue": queue, "jobSetId": job_set}

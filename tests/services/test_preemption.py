@@ -10,8 +10,8 @@ from armada.executor.agent import ExecutorAgent
 from armada.executor.backends.fake import FakeBackend
 from armada.models import Event, Job, Run
 from armada.services.errors import Conflict, PermissionDenied
-from armada.services.preemption import job_preempt, runs_request_preemption
 from armada.services.scheduler import scheduler_cycle
+from armada.services.stopping import job_preempt, runs_request_preemption
 from armada.services.submit import job_submit
 from tests.conftest import at, job, job_file
 

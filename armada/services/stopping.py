@@ -1,0 +1,108 @@
+"""Stopping jobs: preemption (for other work, or by hand) and cancellation.
+
+Both mark the job's active run to be stopped (``stop_requested_at``, ``stop_kind``) and
+append ``preempting`` or ``cancelling`` events, in one transaction. The executor then stops
+the pod with its ``terminationGracePeriodSeconds`` and reports the run preempted or
+cancelled (``services.runs``):
+- a preempted job ends as preempted (a kind of failed, reason Preempted), is not retried,
+  and its retry budget is untouched; only preemptible jobs are preempted by the scheduler,
+  while an operator with the ``preempt`` verb may preempt any running job;
+- a cancelled job ends cancelled. A job that is still queued has no run to stop: it is
+  cancelled at once (``cancelled`` event in the same transaction).
+Requests are idempotent: runs already being stopped are left as they are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+
+from armada.core.states import EventType, JobState, RunState
+from armada.models import Job, Queue, Run
+from armada.services.authz import require_queue_verb
+from armada.services.errors import Conflict, NotFound
+from armada.services.events import NewEvent, events_append
+from armada.services.jobs import live_jobs_for_update
+from armada.services.runs import Changes
+
+ACTIVE = [RunState.LEASED, RunState.PENDING, RunState.RUNNING]
+PREEMPT = "preempt"
+CANCEL = "cancel"
+_STOPPING_EVENT = {PREEMPT: EventType.PREEMPTING, CANCEL: EventType.CANCELLING}
+
+
+def runs_request_stop(
+    *, job_ids: Iterable[str], kind: str, reason: str, now: datetime
+) -> list[str]:
+    """Ask the executors to stop the active runs of ``job_ids``; returns the runs marked."""
+    with transaction.atomic():
+        runs = list(
+            Run.objects.select_for_update()
+            .select_related("job")
+            .filter(job_id__in=list(job_ids), state__in=ACTIVE, stop_requested_at__isnull=True)
+            .order_by("id")
+        )
+        changes = Changes()
+        for run in runs:
+            changes.event(_STOPPING_EVENT[kind], run, run.job, now, reason=reason)
+        if runs:
+            Run.objects.filter(id__in=[r.id for r in runs]).update(
+                stop_requested_at=now, stop_kind=kind, stop_reason=reason
+            )
+        changes.write_events()
+    return [r.id for r in runs]
+
+
+def runs_request_preemption(*, job_ids: Iterable[str], reason: str, now: datetime) -> list[str]:
+    return runs_request_stop(job_ids=job_ids, kind=PREEMPT, reason=reason, now=now)
+
+
+def job_preempt(*, actor: Any, job_id: str, reason: str, now: datetime) -> list[str]:
+    """Preempt one running job by hand (``armadactl preempt job``)."""
+    job = Job.objects.select_related("queue").filter(id=job_id).first()
+    if job is None:
+        raise NotFound(f"job {job_id!r} does not exist")
+    require_queue_verb(actor, job.queue, "preempt")
+    marked = runs_request_preemption(
+        job_ids=[job_id], reason=reason or "preempted by an operator", now=now
+    )
+    if not marked and not Run.objects.filter(job_id=job_id, state__in=ACTIVE).exists():
+        raise Conflict(f"job {job_id!r} is {job.state}, not running: there is nothing to preempt")
+    return marked
+
+
+def jobs_cancel(
+    *, actor: Any, queue: str, job_set: str, job_ids: list[str] | None, reason: str, now: datetime
+) -> list[str]:
+    """Cancel the given unfinished jobs of a job set (all of them when ``job_ids`` is None);
+    returns the ids of the jobs being cancelled."""
+    queue_row = Queue.objects.filter(name=queue).first()
+    if queue_row is None:
+        raise NotFound(f"queue {queue!r} does not exist")
+    require_queue_verb(actor, queue_row, "cancel")
+    reason = reason or f"cancelled by {actor.get_username()}"
+    with transaction.atomic():
+        jobs = live_jobs_for_update(queue=queue_row, job_set=job_set, job_ids=job_ids)
+        queued = [j for j in jobs if j.state == JobState.QUEUED]
+        events = []
+        for job in queued:
+            common = {"queue": queue, "job_set": job_set, "job_id": job.id, "created": now}
+            events.append(NewEvent(EventType.CANCELLING, payload={"reason": reason}, **common))
+            events.append(NewEvent(EventType.CANCELLED, payload={"reason": reason}, **common))
+        Job.objects.filter(id__in=[j.id for j in queued]).update(
+            state=JobState.CANCELLED,
+            last_transition_at=now,
+            terminal_reason="Cancelled",
+            terminal_message=reason,
+        )
+        events_append(events=events)
+        runs_request_stop(
+            job_ids=[j.id for j in jobs if j.state != JobState.QUEUED],
+            kind=CANCEL,
+            reason=reason,
+            now=now,
+        )
+    return [j.id for j in jobs]
