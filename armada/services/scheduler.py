@@ -26,6 +26,7 @@ from armada.core.quantity import Resources
 from armada.core.scheduling import (
     NodeState,
     QueueState,
+    RunningJob,
     schedule_round,
 )
 from armada.core.states import EventType, JobState, RunState
@@ -39,6 +40,7 @@ from armada.services.leader import leader_acquire
 from armada.services.mutations import avoided_node_names
 from armada.services.records import records_write
 from armada.services.snapshot import node_state, queued_job
+from armada.services.stopping import runs_request_preemption
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +56,7 @@ class CycleReport:
     leased: int = 0
     expired: int = 0
     decided: int = 0
+    preempted: int = 0
     unschedulable: dict[str, str] = field(default_factory=dict)
 
 
@@ -61,18 +64,44 @@ def pod_name(job_id: str) -> str:
     return f"armada-{job_id}-0"
 
 
-def _load_nodes(pool: str, now: datetime) -> tuple[list[NodeState], list[Node]]:
+def _load_nodes(
+    pool: str, now: datetime, classes: dict
+) -> tuple[list[NodeState], list[Node], list[RunningJob]]:
+    """The pool's live nodes with what is allocated on them, and the jobs running there."""
     timeout = timedelta(seconds=settings.ARMADA.executor_timeout)
     live = Executor.objects.filter(pool=pool, cordoned=False, last_heartbeat__gte=now - timeout)
     rows = list(Node.objects.filter(executor__in=live).order_by("executor_id", "name"))
     nodes = {(n.executor_id, n.name): node_state(n) for n in rows}
-    for run in Run.objects.filter(pool=pool, state__in=ACTIVE_RUN_STATES).values(
-        "executor", "node", "requests"
-    ):
+    running = []
+    active = Run.objects.filter(pool=pool, state__in=ACTIVE_RUN_STATES).values(
+        "executor",
+        "node",
+        "requests",
+        "job_id",
+        "job__queue",
+        "job__priority_class",
+        "job__gang_id",
+        "stop_requested_at",
+    )
+    for run in active:
         node = nodes.get((run["executor"], run["node"]))
-        if node is not None:
-            node.allocated = node.allocated + run["requests"]
-    return list(nodes.values()), rows
+        if node is None:
+            continue
+        node.allocated = node.allocated + run["requests"]
+        pc = classes.get(run["job__priority_class"])
+        running.append(
+            RunningJob(
+                id=run["job_id"],
+                queue=run["job__queue"],
+                node_id=node.id,
+                requests=Resources(run["requests"]),
+                urgency=pc.priority if pc else 0,
+                # A run already being stopped is not offered for preemption again.
+                preemptible=bool(pc and pc.preemptible) and run["stop_requested_at"] is None,
+                gang_id=run["job__gang_id"],
+            )
+        )
+    return list(nodes.values()), rows, running
 
 
 def _load_queues(pool: str) -> list[QueueState]:
@@ -116,11 +145,12 @@ def scheduler_cycle(*, now: datetime) -> CycleReport:
     jobs = _load_queued_jobs(limit=max_leases * 10)
     report = CycleReport(considered=len(jobs), expired=expired, decided=decided)
     leases = []
+    preempted: dict[str, str] = {}
     remaining = dict(jobs)
     for pool in config.scheduling.pools:
         if not remaining or len(leases) >= max_leases:
             break
-        nodes, rows = _load_nodes(pool.name, now)
+        nodes, rows, running = _load_nodes(pool.name, now, classes)
         candidates = [
             queued_job(
                 j,
@@ -134,7 +164,12 @@ def scheduler_cycle(*, now: datetime) -> CycleReport:
             queues=_load_queues(pool.name),
             jobs=candidates,
             max_leases=max_leases - len(leases),
+            indexed_node_labels=frozenset(config.scheduling.indexed_node_labels),
+            running=running,
+            fair_share_preemption=config.scheduling.fair_share_preemption,
+            protected_fraction=config.scheduling.protected_fraction_of_fair_share,
         )
+        preempted.update(result.preempted)
         for lease in result.leases:
             leases.append((pool.name, lease))
             remaining.pop(lease.job_id)
@@ -143,6 +178,11 @@ def scheduler_cycle(*, now: datetime) -> CycleReport:
         if job_id not in remaining:
             report.unschedulable.pop(job_id, None)
     leased_ids = _write_leases(jobs, leases, now) if leases else []
+    by_reason: dict[str, list[str]] = {}
+    for job_id, reason in preempted.items():
+        by_reason.setdefault(reason, []).append(job_id)
+    for reason, job_ids in sorted(by_reason.items()):
+        report.preempted += len(runs_request_preemption(job_ids=job_ids, reason=reason, now=now))
     report.leased = len(leased_ids)
     records_write(
         started_at=now,

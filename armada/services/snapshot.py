@@ -51,4 +51,7 @@ def queued_job(
         node_selector=job.pod_spec.get("nodeSelector") or {},
         tolerations=pod_tolerations(job.pod_spec),
         avoid_nodes=avoid_nodes,
+        gang_id=job.gang_id,
+        gang_cardinality=job.gang_cardinality,
+        gang_uniformity_label=job.gang_uniformity_label,
     )

@@ -247,12 +247,13 @@ def test_a_gang_is_never_retried_and_is_counted(settings, with_policy, owner):
     agent = configure(settings)
     agent.tick(at(0))
     gang = {"armadaproject.io/gangId": "g1", "armadaproject.io/gangCardinality": "2"}
-    job_id = submit(owner, {"condition": "OOMKilled"}, extra_annotations=gang)
+    members = [submit(owner, {"condition": "OOMKilled"}, extra_annotations=gang) for _ in range(2)]
     drive(agent, range(1, 5))
-    assert len(runs(job_id)) == 1
-    assert runs(job_id)[0].decision["decision"] == "gang_skipped"
+    for job_id in members:
+        assert len(runs(job_id)) == 1
+        assert runs(job_id)[0].decision["decision"] == "gang_skipped"
     counter = MetricCounter.objects.get(name="armada_scheduler_retry_policy_gang_skipped_total")
-    assert (counter.labels, counter.value) == ({"policy": "training"}, 1)
+    assert (counter.labels, counter.value) == ({"policy": "training"}, 2)
 
 
 def test_a_fail_fast_job_is_never_retried(settings, with_policy, owner):
