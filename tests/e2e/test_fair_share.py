@@ -123,14 +123,7 @@ def test_a_gang_that_only_fits_whole_starts_whole_and_an_unindexed_label_never_s
         system,
         "hpc",
         "mpi",
-        [
-            spec(
-                "2",
-                "armada-default",
-                {"armadaproject.io/" + k.split("/")[1]: v for k, v in gang.items()},
-            )
-            for _ in range(3)
-        ],
+        [spec("2", "armada-default", gang) for _ in range(3)],
     )
     system.wait_for(
         "the gang to run",
