@@ -99,6 +99,7 @@ class Scheduling(_Strict):
     node_id_label: str = Field("kubernetes.io/hostname", alias="nodeIdLabel")
     indexed_node_labels: list[str] = Field(default_factory=list, alias="indexedNodeLabels")
     maximum_jobs_per_round: StrictInt = Field(10000, alias="maximumJobsPerRound", gt=0)
+    max_queue_lookback: StrictInt = Field(10000, alias="maxQueueLookback", gt=0)
     fair_share_preemption: StrictBool = Field(True, alias="fairSharePreemption")
     protected_fraction_of_fair_share: float = Field(
         0.5, alias="protectedFractionOfFairShare", ge=0.0

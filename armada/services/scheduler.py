@@ -121,9 +121,22 @@ def _load_queues(pool: str) -> list[QueueState]:
     ]
 
 
-def _load_queued_jobs(limit: int) -> dict[str, Job]:
-    qs = Job.objects.filter(state=JobState.QUEUED).order_by("priority", "id")[:limit]
-    return {j.id: j for j in qs}
+def _load_queued_jobs(lookback: int) -> dict[str, Job]:
+    """Each queue's first ``lookback`` waiting jobs (priority, then submission order); the
+    core orders them by urgency too. Per queue, so one backlog cannot hide the others."""
+    jobs: dict[str, Job] = {}
+    queues = (
+        Job.objects.filter(state=JobState.QUEUED)
+        .values_list("queue", flat=True)
+        .distinct()
+        .order_by()
+    )
+    for queue in sorted(set(queues)):
+        qs = Job.objects.filter(state=JobState.QUEUED, queue_id=queue).order_by("priority", "id")[
+            :lookback
+        ]
+        jobs.update((j.id, j) for j in qs)
+    return jobs
 
 
 def scheduler_cycle(*, now: datetime) -> CycleReport:
@@ -142,7 +155,7 @@ def scheduler_cycle(*, now: datetime) -> CycleReport:
     decided = failures_decide(now=now)
     classes = config.scheduling.priority_classes
     max_leases = config.scheduling.maximum_jobs_per_round
-    jobs = _load_queued_jobs(limit=max_leases * 10)
+    jobs = _load_queued_jobs(lookback=config.scheduling.max_queue_lookback)
     report = CycleReport(considered=len(jobs), expired=expired, decided=decided)
     leases = []
     preempted: dict[str, str] = {}

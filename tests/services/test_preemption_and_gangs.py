@@ -183,3 +183,21 @@ def test_a_queue_over_its_fair_share_loses_preemptible_jobs_to_a_waiting_queue(
     }
     assert all("over its fair share" in r for r in reasons)
     assert sum(1 for s in states(waiting) if s != "queued") >= 1
+
+
+def test_one_queues_backlog_does_not_hide_another_queue_from_the_round(
+    settings, queue, owner, admin_user
+):
+    agent = setup(settings, nodes=1, cpu="4")
+    settings.ARMADA = settings.ARMADA.model_copy(
+        update={
+            "scheduling": settings.ARMADA.scheduling.model_copy(update={"max_queue_lookback": 3})
+        }
+    )
+    queue_create(actor=admin_user, data={"name": "other", "owners": [owner.username]}, now=at(0))
+    job_submit(actor=owner, data=job_file(jobs=[spec("1") for _ in range(10)]), now=at(0))
+    [late] = job_submit(actor=owner, data=job_file(queue="other", jobs=[spec("1")]), now=at(1))
+    report = scheduler_cycle(now=at(2))
+    assert report.considered == 4  # 3 of demo's backlog and other's job
+    assert Job.objects.get(id=late).state == "leased"
+    agent.tick(at(3))
