@@ -104,12 +104,23 @@ def _load_nodes(
     return list(nodes.values()), rows, running
 
 
-def _load_queues(pool: str) -> list[QueueState]:
+def _load_queues(pool: str, now: datetime, short_job_penalty: float) -> list[QueueState]:
+    """Queues with what they use in the pool. With a ``shortJobPenaltyCutoff``, a run that
+    ended sooner than the cutoff after it started is still charged to its queue until then,
+    so that many tiny jobs do not take more than their share."""
     used: dict[str, Resources] = defaultdict(Resources)
     for run in Run.objects.filter(pool=pool, state__in=ACTIVE_RUN_STATES).values(
         "job__queue", "requests"
     ):
         used[run["job__queue"]] = used[run["job__queue"]] + run["requests"]
+    if short_job_penalty > 0:
+        recent = Run.objects.filter(
+            pool=pool,
+            state__in=[RunState.SUCCEEDED, RunState.FAILED, RunState.CANCELLED, RunState.PREEMPTED],
+            running_at__gt=now - timedelta(seconds=short_job_penalty),
+        ).values("job__queue", "requests")
+        for run in recent:
+            used[run["job__queue"]] = used[run["job__queue"]] + run["requests"]
     return [
         QueueState(
             name=q.name,
@@ -174,7 +185,7 @@ def scheduler_cycle(*, now: datetime) -> CycleReport:
         ]
         result = schedule_round(
             nodes=nodes,
-            queues=_load_queues(pool.name),
+            queues=_load_queues(pool.name, now, pool.short_job_penalty_cutoff),
             jobs=candidates,
             max_leases=max_leases - len(leases),
             indexed_node_labels=frozenset(config.scheduling.indexed_node_labels),

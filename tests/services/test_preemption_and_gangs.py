@@ -201,3 +201,40 @@ def test_one_queues_backlog_does_not_hide_another_queue_from_the_round(
     assert report.considered == 4  # 3 of demo's backlog and other's job
     assert Job.objects.get(id=late).state == "leased"
     agent.tick(at(3))
+
+
+@pytest.mark.parametrize(
+    ("cutoff", "first_leased"), [("0s", "demo"), ("60s", "other")], ids=["off", "on"]
+)
+def test_short_job_penalty_charges_a_queue_for_jobs_that_ended_early(
+    settings, queue, owner, admin_user, cutoff, first_leased
+):
+    agent = setup(settings, nodes=1, cpu="4")
+    pools = [
+        settings.ARMADA.scheduling.pools[0].model_copy(
+            update={"short_job_penalty_cutoff": float(cutoff[:-1])}
+        )
+    ]
+    settings.ARMADA = settings.ARMADA.model_copy(
+        update={"scheduling": settings.ARMADA.scheduling.model_copy(update={"pools": pools})}
+    )
+    queue_create(actor=admin_user, data={"name": "other", "owners": [owner.username]}, now=at(0))
+    quick = {
+        "annotations": {FAKE + "duration": "1s"},
+        "podSpec": {"containers": [container("4", "1Gi")]},
+    }
+    job_submit(actor=owner, data=job_file(jobs=[quick]), now=at(0))
+    scheduler_cycle(now=at(1))
+    agent.tick(at(2))
+    agent.tick(at(5))  # demo's 4-cpu job ran 1s and ended
+    demo_next = job_submit(actor=owner, data=job_file(jobs=[spec("4")]), now=at(6))[0]
+    other_next = job_submit(actor=owner, data=job_file(queue="other", jobs=[spec("4")]), now=at(6))[
+        0
+    ]
+    scheduler_cycle(now=at(10))
+    leased = {
+        "demo": Job.objects.get(id=demo_next).state,
+        "other": Job.objects.get(id=other_next).state,
+    }
+    assert leased[first_leased] == "leased"
+    assert list(leased.values()).count("leased") == 1
