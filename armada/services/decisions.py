@@ -91,6 +91,15 @@ def failures_decide(*, now: datetime) -> int:
         for run in runs:
             job = run.job
             changes.touch(run, job)
+            if JobState(job.state).terminal:
+                # The job ended meanwhile (cancelled, say): the failure changes nothing.
+                run.retryable = False
+                run.decided_at = now
+                run.decision = {
+                    "decision": "not_retried",
+                    "reason": f"the job had already ended ({job.state})",
+                }
+                continue
             if (run.failure_category, run.failure_subcategory) in NEVER_RETRIED:
                 decision = Decision(
                     retry=False,

@@ -420,3 +420,17 @@ def test_avoid_same_node_without_the_node_id_label_tracked_warns_once_and_avoids
         assert decision["decision"] == "retry"  # not unschedulable: nothing could be avoided
         assert decision["mutation"]["avoidNodes"] == []
     assert caplog.text.count("does not track the node id label") == 1
+
+
+def test_a_failure_of_a_job_cancelled_meanwhile_changes_nothing(settings, with_policy, owner):
+    agent = configure(settings)
+    agent.tick(at(0))
+    job_id = submit(owner, {"condition": "OOMKilled", "duration": "1s"})
+    scheduler_cycle(now=at(1))
+    agent.tick(at(2))
+    agent.tick(at(5))  # failed: awaiting the scheduler's decision
+    Job.objects.filter(id=job_id).update(state="cancelled")  # cancelled in between
+    scheduler_cycle(now=at(6))
+    assert Job.objects.get(id=job_id).state == "cancelled"
+    assert runs(job_id)[0].decision["decision"] == "not_retried"
+    assert failed_events(job_id) == []
