@@ -1,0 +1,238 @@
+"""What a scheduling round works on: nodes, queues, queued and running jobs, the result,
+the reasons a job is not placed, and each node's free space as the round sees it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from armada.core.quantity import Resources
+
+REASON_NO_RESOURCES = "no node has enough free resources"
+REASON_TOO_BIG = "the job requests more than any node in the pool can offer"
+REASON_NO_MATCH = "no node matches the job's node selector and tolerations"
+REASON_CORDONED = "queue is cordoned"
+REASON_ROUND_LIMIT = "the round's job limit was reached"
+
+
+def reason_gang_incomplete(queued: int, cardinality: int) -> str:
+    return f"gang incomplete: {queued} of {cardinality} members queued"
+
+
+def reason_gang_oversized(queued: int, cardinality: int) -> str:
+    return f"gang has {queued} members queued but its cardinality is {cardinality}"
+
+
+def reason_gang_label_not_indexed(label: str) -> str:
+    return f"gang uniformity label {label!r} is not indexed by the scheduler; the gang cannot start"
+
+
+def reason_gang_no_fit(gang_id: str, member: str, why: str) -> str:
+    return f"gang {gang_id} cannot be placed as a whole (member {member}: {why})"
+
+
+def reason_gang_no_uniform_fit(gang_id: str, label: str) -> str:
+    return f"gang {gang_id}: no single value of node label {label!r} has room for every member"
+
+
+def reason_urgency_preempted(job_id: str, urgency: int) -> str:
+    return f"preempted to make room for job {job_id} of higher urgency {urgency}"
+
+
+def reason_fair_share_preempted(queue: str, job_id: str, for_queue: str) -> str:
+    return (
+        f"queue {queue} is over its fair share; preempted to make room for job {job_id}"
+        f" of queue {for_queue}"
+    )
+
+
+@dataclass(frozen=True)
+class Taint:
+    key: str
+    value: str = ""
+    effect: str = "NoSchedule"
+
+
+@dataclass(frozen=True)
+class Toleration:
+    key: str = ""
+    operator: str = "Equal"  # Equal | Exists
+    value: str = ""
+    effect: str = ""  # empty tolerates every effect
+
+    def tolerates(self, taint: Taint) -> bool:
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.operator == "Exists":
+            return not self.key or self.key == taint.key
+        return self.key == taint.key and self.value == taint.value
+
+
+@dataclass
+class NodeState:
+    """A node and what is already allocated on it (mutable during a round)."""
+
+    id: str
+    executor: str
+    name: str
+    allocatable: Resources
+    allocated: Resources = field(default_factory=Resources)
+    labels: Mapping[str, str] = field(default_factory=dict)
+    taints: Sequence[Taint] = ()
+    unschedulable: bool = False
+
+    @property
+    def free(self) -> Resources:
+        return self.allocatable - self.allocated
+
+
+@dataclass(frozen=True)
+class QueueState:
+    name: str
+    priority_factor: float = 1.0
+    cordoned: bool = False
+    allocated: Resources = field(default_factory=Resources)
+
+
+@dataclass(frozen=True)
+class QueuedJob:
+    id: str
+    queue: str
+    requests: Resources
+    priority: int = 0
+    urgency: int = 0
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    tolerations: Sequence[Toleration] = ()
+    avoid_nodes: frozenset[str] = frozenset()
+    gang_id: str = ""
+    gang_cardinality: int = 1
+    gang_uniformity_label: str = ""
+
+    def order_key(self) -> tuple[int, int, str]:
+        return (-self.urgency, self.priority, self.id)
+
+
+@dataclass(frozen=True)
+class Lease:
+    job_id: str
+    queue: str
+    executor: str
+    node: str
+    node_id: str
+
+
+@dataclass(frozen=True)
+class RunningJob:
+    """A job already on a node; its requests are already in that node's ``allocated`` (and
+    in its queue's ``QueueState.allocated``)."""
+
+    id: str
+    queue: str
+    node_id: str
+    requests: Resources
+    urgency: int = 0
+    preemptible: bool = False
+    gang_id: str = ""
+
+
+@dataclass
+class RoundResult:
+    leases: list[Lease] = field(default_factory=list)
+    unschedulable: dict[str, str] = field(default_factory=dict)
+    preempted: dict[str, str] = field(default_factory=dict)
+
+
+def node_matches(job: QueuedJob, node: NodeState) -> bool:
+    """Selector, taints and the nodes a retry asked to avoid (resources aside)."""
+    if node.unschedulable or node.name in job.avoid_nodes:
+        return False
+    for key, value in job.node_selector.items():
+        if node.labels.get(key) != value:
+            return False
+    for taint in node.taints:
+        if taint.effect == "PreferNoSchedule":
+            continue
+        if not any(t.tolerates(taint) for t in job.tolerations):
+            return False
+    return True
+
+
+class _NodeView:
+    """A node's free resources as a plain dict, kept current during the round (hot loop)."""
+
+    __slots__ = ("node", "free")
+
+    def __init__(self, node: NodeState) -> None:
+        self.node = node
+        self.free = dict(node.free)
+
+    def take(self, requests: Resources) -> None:
+        self.node.allocated = self.node.allocated + requests
+        for r, v in requests.items():
+            self.free[r] = self.free.get(r, 0) - v
+
+
+def _shape(job: QueuedJob) -> tuple:
+    """Jobs of one shape can use the same nodes."""
+    return (
+        tuple(sorted(job.requests.items())),
+        tuple(sorted(job.node_selector.items())),
+        tuple(job.tolerations),
+        job.avoid_nodes,
+    )
+
+
+@dataclass
+class _ShapeScan:
+    """How far the search for one job shape has got in this round.
+
+    Within a round free space only shrinks, so a node that cannot take a shape now never
+    can later in the round: the next job of the same shape resumes at ``cursor`` instead of
+    starting over. That makes a round cost about (nodes x shapes + jobs), not nodes x jobs.
+    """
+
+    cursor: int = 0
+    matched: bool = False
+    big_enough: bool = False
+
+
+def _first_fit(
+    job: QueuedJob, views: Sequence[_NodeView], scan: _ShapeScan
+) -> tuple[_NodeView | None, str]:
+    wanted = list(job.requests.items())
+    while scan.cursor < len(views):
+        view = views[scan.cursor]
+        node = view.node
+        if node_matches(job, node):
+            scan.matched = True
+            allocatable = node.allocatable
+            if all(v <= allocatable[r] for r, v in wanted):
+                scan.big_enough = True
+                free = view.free
+                if all(v <= free.get(r, 0) for r, v in wanted):
+                    return view, ""
+        scan.cursor += 1
+    if not scan.matched:
+        return None, REASON_NO_MATCH
+    if not scan.big_enough:
+        return None, REASON_TOO_BIG
+    return None, REASON_NO_RESOURCES
+
+
+_EPS = 1e-9
+
+
+def _fits(wanted: Iterable[tuple[str, int]], free: Mapping[str, int]) -> bool:
+    return all(v <= free.get(r, 0) for r, v in wanted)
+
+
+def _add_into(free: dict[str, int], requests: Resources) -> None:
+    for r, v in requests.items():
+        free[r] = free.get(r, 0) + v
+
+
+def static_fit(job: QueuedJob, nodes: Sequence[NodeState]) -> bool:
+    """Whether any node could ever take ``job``: it matches the node (:func:`node_matches`)
+    and the job's requests fit the node's allocatable. What is already allocated on the
+    nodes, and fair share, are ignored: this is the probe for "could never schedule"."""
+    return any(node_matches(job, n) and job.requests.fits_in(n.allocatable) for n in nodes)
