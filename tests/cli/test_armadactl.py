@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from armada.cli import client as client_module
-from armada.cli import main as main_module
+from armada.cli import commands as main_module
 from armada.cli.client import CAUGHT_UP, error_from_body
 from armada.cli.config import DEFAULT_URL, ConfigError, resolve_settings
 from armada.cli.jobfile import check_job_file, load_job_file

@@ -1,0 +1,268 @@
+"""What each ``armadactl`` command does: thin calls to the REST API and the printing."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterator, Mapping
+from datetime import UTC
+from typing import Any
+
+from armada.cli.client import ApiError, ArmadaClient
+from armada.cli.config import Settings, resolve_settings
+from armada.cli.jobfile import JobFileError, check_job_file, describe_job_file, load_job_file
+from armada.cli.output import (
+    render_data,
+    render_policies,
+    render_queue,
+    render_queues,
+)
+from armada.cli.policyfile import load_policy_file
+from armada.cli.watch import JobSetTracker, run_watch
+
+PROG = "armadactl"
+GLOBAL_KEYS = ("url", "username", "password", "token", "config")
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def settings_from_args(
+    args: argparse.Namespace, environ: Mapping[str, str] | None = None
+) -> Settings:
+    flags = {key: getattr(args, key, None) for key in ("url", "username", "password", "token")}
+    return resolve_settings(flags, environ, config_path=getattr(args, "config", None))
+
+
+def make_client(args: argparse.Namespace) -> ArmadaClient:
+    return ArmadaClient(settings_from_args(args))
+
+
+def out(text: str = "") -> None:
+    print(text, file=sys.stdout, flush=True)
+
+
+def cmd_create_queue(args: argparse.Namespace) -> int:
+    body: dict[str, Any] = {"name": args.name}
+    if args.priority_factor is not None:
+        body["priorityFactor"] = args.priority_factor
+    if args.owners is not None:
+        body["owners"] = args.owners
+    if args.group_owners is not None:
+        body["groupOwners"] = args.group_owners
+    if args.labels is not None:
+        body["labels"] = args.labels
+    if args.retry_policies is not None:
+        body["retryPolicies"] = args.retry_policies
+    if args.cordoned:
+        body["cordoned"] = True
+    queue = make_client(args).create_queue(body)
+    out(f"Created queue {queue.get('name') or args.name}")
+    return EXIT_OK
+
+
+QUEUE_FIELDS = (
+    ("priority_factor", "priorityFactor"),
+    ("owners", "owners"),
+    ("group_owners", "groupOwners"),
+    ("labels", "labels"),
+    ("retry_policies", "retryPolicies"),
+    ("cordoned", "cordoned"),
+)
+
+
+def queue_changes(args: argparse.Namespace) -> dict[str, Any]:
+    """The PATCH body of ``update queue``: only the flags that were given."""
+    return {
+        key: getattr(args, dest) for dest, key in QUEUE_FIELDS if getattr(args, dest) is not None
+    }
+
+
+def check_update_queue(args: argparse.Namespace) -> str | None:
+    if not queue_changes(args):
+        return (
+            "nothing to change; give at least one of --priority-factor, --owners, "
+            "--group-owners, --labels, --retry-policies, --cordoned, --uncordoned"
+        )
+    return None
+
+
+def cmd_update_queue(args: argparse.Namespace) -> int:
+    queue = make_client(args).update_queue(args.name, queue_changes(args))
+    out(f"Updated queue {queue.get('name') or args.name}")
+    return EXIT_OK
+
+
+def cmd_delete_queue(args: argparse.Namespace) -> int:
+    make_client(args).delete_queue(args.name)
+    out(f"Deleted queue {args.name}")
+    return EXIT_OK
+
+
+def cmd_cordon_queue(args: argparse.Namespace) -> int:
+    queue = make_client(args).set_queue_cordoned(args.name, args.cordoned)
+    out(f"{'Cordoned' if args.cordoned else 'Uncordoned'} queue {queue.get('name') or args.name}")
+    return EXIT_OK
+
+
+def cmd_get_queue(args: argparse.Namespace) -> int:
+    out(render_queue(make_client(args).get_queue(args.name), args.output))
+    return EXIT_OK
+
+
+def cmd_get_queues(args: argparse.Namespace) -> int:
+    queues = make_client(args).list_queues()
+    if not queues and args.output == "table":
+        print("No queues found.", file=sys.stderr)
+        return EXIT_OK
+    out(render_queues(queues, args.output))
+    return EXIT_OK
+
+
+def _policy_line(verb: str, policy: Mapping[str, Any], document: Mapping[str, Any]) -> str:
+    name = policy.get("name") or document.get("name")
+    version = policy.get("version")
+    return f"{verb} retry policy {name}" + (f" (version {version})" if version is not None else "")
+
+
+def cmd_create_retry_policy(args: argparse.Namespace) -> int:
+    document = load_policy_file(args.file)
+    policy = make_client(args).create_retry_policy(document)
+    out(_policy_line("Created", policy, document))
+    return EXIT_OK
+
+
+def cmd_update_retry_policy(args: argparse.Namespace) -> int:
+    document = load_policy_file(args.file, need_name=True)
+    policy = make_client(args).update_retry_policy(document["name"], document)
+    out(_policy_line("Updated", policy, document))
+    return EXIT_OK
+
+
+def cmd_get_retry_policy(args: argparse.Namespace) -> int:
+    out(render_data(make_client(args).get_retry_policy(args.name), args.output))
+    return EXIT_OK
+
+
+def cmd_get_retry_policies(args: argparse.Namespace) -> int:
+    policies = make_client(args).list_retry_policies()
+    if not policies and args.output == "table":
+        print("No retry policies found.", file=sys.stderr)
+        return EXIT_OK
+    out(render_policies(policies, args.output))
+    return EXIT_OK
+
+
+def cmd_delete_retry_policy(args: argparse.Namespace) -> int:
+    make_client(args).delete_retry_policy(args.name)
+    out(f"Deleted retry policy {args.name}")
+    return EXIT_OK
+
+
+def cmd_get_job(args: argparse.Namespace) -> int:
+    out(render_data(make_client(args).get_job(args.job_id), args.output))
+    return EXIT_OK
+
+
+def cmd_preempt_job(args: argparse.Namespace) -> int:
+    client = make_client(args)
+    job = client.get_job(args.job_id)
+    if job.get("queue") != args.queue or job.get("jobSetId") != args.job_set:
+        raise ApiError(f"job {args.job_id} is not in queue {args.queue}, job set {args.job_set}")
+    client.preempt_job(args.job_id, args.reason)
+    out(f"Requested preemption of job {args.job_id}")
+    return EXIT_OK
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    ids = [args.job_id] if args.job_id else None
+    cancelled = make_client(args).cancel(args.queue, args.job_set, ids)
+    out(f"Cancelling {len(cancelled)} job(s)")
+    return EXIT_OK
+
+
+def cmd_reprioritize(args: argparse.Namespace) -> int:
+    ids = [args.job_id] if args.job_id else None
+    changed = make_client(args).reprioritize(args.queue, args.job_set, args.priority, ids)
+    out(f"Reprioritized {len(changed)} job(s) to priority {args.priority}")
+    return EXIT_OK
+
+
+def cmd_logs(args: argparse.Namespace) -> int:
+    """The log text goes to stdout untouched (no newline added); notes go to stderr."""
+    entry = make_client(args).get_run_log(args.run_id)
+    text = entry.get("log") or ""
+    if text:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        print(f"Run {args.run_id} has no log.", file=sys.stderr)
+    if entry.get("truncated"):
+        print("Note: the server truncated this log; it is not the whole log.", file=sys.stderr)
+    return EXIT_OK
+
+
+def _checked_job_file(path: str) -> dict[str, Any]:
+    data = load_job_file(path)
+    errors = check_job_file(data)
+    if errors:
+        raise JobFileError(f"job file {'(stdin)' if path == '-' else path} is not valid", errors)
+    return dict(data)
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
+    data = _checked_job_file(args.file)
+    if args.dry_run:
+        for line in describe_job_file(data):
+            out(line)
+        out("Dry run: nothing was submitted.")
+        return EXIT_OK
+    answer = make_client(args).submit_jobs(data)
+    job_set = answer.get("jobSetId") or data["jobSetId"]
+    for job_id in answer["jobIds"]:
+        out(f"Submitted job id {job_id} (job set {job_set})")
+    return EXIT_OK
+
+
+class _Cursor:
+    """Remembers the id of the last event passed through, for a resume hint on Ctrl-C."""
+
+    def __init__(self, start: int | None) -> None:
+        self.last = start
+
+    def follow(self, events: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        for event in events:
+            if isinstance(event.get("id"), int):
+                self.last = event["id"]
+            yield event
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    client = make_client(args)
+
+    def on_reconnect(reason: str, at: int | None) -> None:
+        where = f"after event {at}" if at is not None else "from the start"
+        print(f"Connection lost ({reason}); reconnecting {where}...", file=sys.stderr, flush=True)
+
+    position = _Cursor(args.from_)
+    tracker = JobSetTracker()
+    events = client.watch_events(
+        args.queue, args.job_set, cursor=args.from_, on_reconnect=on_reconnect
+    )
+    try:
+        return run_watch(
+            position.follow(events),
+            sys.stdout,
+            exit_if_inactive=args.exit_if_inactive,
+            tz=UTC if args.utc else None,
+            tracker=tracker,
+        )
+    except KeyboardInterrupt:
+        if tracker.states:
+            out(tracker.summary())
+        resume = f"; resume with --from {position.last}" if position.last is not None else ""
+        print(f"Stopped{resume}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        events.close()
+
+
+# -- entry point ------------------------------------------------------------------------
