@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from armada.executor.backends import local, local_shim
+from armada.executor.backends import cgroups as cgroups_module
+from armada.executor.backends import local_shim
 from armada.executor.backends.base import PodCreationFailed, PodExists, PodRequest, PodStatus
 from armada.executor.backends.local import LocalBackend
 
@@ -344,7 +345,7 @@ def test_cpu_request_becomes_the_cpu_share(backend: LocalBackend) -> None:
 
 
 def test_without_cgroups_rlimit_as_limits_memory(tmp_path: Path, monkeypatch, caplog) -> None:
-    monkeypatch.setattr(local, "_rlimit_warned", False)
+    monkeypatch.setattr(cgroups_module, "_rlimit_warned", False)
     b = LocalBackend(tmp_path / "state", executor_id="rlimit", cgroups="none")
     hog = container([PY, "-c", "bytearray(300 * 1024 * 1024)"], memory="64Mi")
     b.create_pod(request("hog", hog), NOW)

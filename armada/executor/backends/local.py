@@ -64,20 +64,34 @@ import sys
 import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from armada.core.quantity import parse_quantity
 from armada.executor.backends import local_shim as shim
 from armada.executor.backends.base import (
-    ContainerResult,
     PodCreationFailed,
     PodExists,
     PodRequest,
     PodStatus,
 )
+from armada.executor.backends.cgroups import (
+    CgroupMode,
+    _Cgroups,
+    _make_pod_cgroups,
+    _probe_v1,
+    _probe_v2,
+    _remove_cgroups,
+    _warn_rlimit_once,
+)
+from armada.executor.backends.local_spec import (
+    _cpu_request,
+    _expand,
+    _memory_limit,
+    _number,
+    _strings,
+)
+from armada.executor.backends.local_status import _status
 
 log = logging.getLogger(__name__)
 
@@ -90,296 +104,13 @@ SHIM_START_TIMEOUT = 10.0
 # be in the middle of create_pod in some process; older, it is a creation that died.
 CREATION_WINDOW = 60.0
 
-CgroupMode = Literal["auto", "v2", "v1", "none"]
 
 _POD_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 _CONTAINER_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
-_rlimit_warned = False
 
 
 def _valid_pod_name(name: str) -> bool:
     return isinstance(name, str) and bool(_POD_NAME.match(name)) and ".." not in name
-
-
-def _ts(value: float | None) -> datetime | None:
-    return None if value is None else datetime.fromtimestamp(value, tz=UTC)
-
-
-def _warn_rlimit_once() -> None:
-    global _rlimit_warned
-    if not _rlimit_warned:
-        _rlimit_warned = True
-        log.warning(
-            "local backend: no writable memory cgroup (v2 or v1) on this machine; pod memory "
-            "limits fall back to RLIMIT_AS per process, which limits address space rather "
-            "than memory, and OOM kills cannot be reported"
-        )
-
-
-# --- cgroups -------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Cgroups:
-    """Where this executor's pods get their cgroups."""
-
-    version: int
-    memory: Path  # <hierarchy>/armada/<executor_id>
-    cpu: Path | None  # v1: in the cpu hierarchy; v2: == memory when cpu can be delegated
-
-
-def _mounts() -> list[tuple[Path, str, set[str]]]:
-    try:
-        text = Path("/proc/self/mounts").read_text()
-    except OSError:
-        return []
-    out = []
-    for line in text.splitlines():
-        parts = line.split()
-        if len(parts) >= 4:
-            point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), parts[1])
-            out.append((Path(point), parts[2], set(parts[3].split(","))))
-    return out
-
-
-def _enable(cgroup: Path, controller: str) -> None:
-    """Make ``controller`` available to the children of ``cgroup`` (v2)."""
-    if controller not in (cgroup / "cgroup.subtree_control").read_text().split():
-        (cgroup / "cgroup.subtree_control").write_text(f"+{controller}")
-
-
-def _try_enable(cgroup: Path, controller: str) -> bool:
-    try:
-        _enable(cgroup, controller)
-    except OSError:
-        return False
-    return True
-
-
-def _probe_v2(executor_id: str) -> _Cgroups | None:
-    for point, fstype, _ in _mounts():
-        if fstype != "cgroup2":
-            continue
-        try:
-            controllers = (point / "cgroup.controllers").read_text().split()
-            if "memory" not in controllers:
-                continue
-            cpu = "cpu" in controllers
-            base = point / "armada" / executor_id
-            parent = point
-            for child in (point / "armada", base):
-                _enable(parent, "memory")
-                cpu = cpu and _try_enable(parent, "cpu")
-                child.mkdir(exist_ok=True)
-                parent = child
-            _enable(base, "memory")
-            cpu = cpu and _try_enable(base, "cpu")
-        except OSError:
-            continue
-        return _Cgroups(2, base, base if cpu else None)
-    return None
-
-
-def _probe_v1(executor_id: str) -> _Cgroups | None:
-    memory = cpu = None
-    for point, fstype, options in _mounts():
-        if fstype == "cgroup":
-            if "memory" in options and memory is None:
-                memory = point
-            if "cpu" in options and cpu is None:
-                cpu = point
-    if memory is None:
-        return None
-    try:
-        base = memory / "armada" / executor_id
-        base.mkdir(parents=True, exist_ok=True)
-        if not (base / "memory.limit_in_bytes").exists():
-            return None
-    except OSError:
-        return None
-    cpu_base = None
-    if cpu is not None:
-        with contextlib.suppress(OSError):
-            candidate = cpu / "armada" / executor_id
-            candidate.mkdir(parents=True, exist_ok=True)
-            if (candidate / "cpu.shares").exists():
-                cpu_base = candidate
-    return _Cgroups(1, base, cpu_base)
-
-
-def _cpu_shares(millicores: int) -> int:
-    return max(2, min(262144, millicores * 1024 // 1000))
-
-
-def _cpu_weight(millicores: int) -> int:
-    """Kubernetes' conversion of cpu.shares to cgroup v2 cpu.weight."""
-    return 1 + ((_cpu_shares(millicores) - 2) * 9999) // 262142
-
-
-def _rmdir_tree(cgroup: Path) -> bool:
-    """Remove a cgroup and its child cgroups; False when processes keep it busy."""
-    if not cgroup.is_dir():
-        return True
-    ok = True
-    for child in cgroup.iterdir():
-        if child.is_dir():
-            ok = _rmdir_tree(child) and ok
-    try:
-        cgroup.rmdir()
-    except FileNotFoundError:
-        pass
-    except OSError:
-        return False
-    return ok
-
-
-def _remove_cgroups(info: Mapping[str, Any]) -> bool:
-    """Remove a pod's cgroups; processes still in them are SIGKILLed and False returned (the
-    next call finishes the job)."""
-    ok = True
-    dirs = [*info.get("containers", {}).values(), info.get("pod"), info.get("cpu")]
-    for d in dirs:
-        if not d:
-            continue
-        try:
-            os.rmdir(d)
-        except FileNotFoundError:
-            pass
-        except OSError:
-            ok = False
-            shim.kill_cgroup(d)
-    return ok
-
-
-def _make_pod_cgroups(
-    setup: _Cgroups,
-    name: str,
-    containers: list[str],
-    memory_limit: int | None,
-    cpu_millis: int,
-) -> dict[str, Any]:
-    pod = setup.memory / name
-    cpu_dir = setup.cpu / name if setup.version == 1 and setup.cpu is not None else None
-    for stale in (pod, cpu_dir):
-        if stale is not None and not _rmdir_tree(stale):
-            raise PodCreationFailed(
-                f"cgroup {stale} is left over from an earlier pod {name} and still has processes"
-            )
-    info: dict[str, Any] = {"version": setup.version, "pod": str(pod), "cpu": None}
-    info["containers"] = {}
-    try:
-        pod.mkdir()
-        if setup.version == 2:
-            if memory_limit:
-                (pod / "memory.max").write_text(str(memory_limit))
-                with contextlib.suppress(OSError):
-                    (pod / "memory.swap.max").write_text("0")
-            _enable(pod, "memory")
-            if setup.cpu is not None:
-                with contextlib.suppress(OSError):
-                    (pod / "cpu.weight").write_text(str(_cpu_weight(cpu_millis)))
-                    _enable(pod, "cpu")
-        elif memory_limit:
-            (pod / "memory.limit_in_bytes").write_text(str(memory_limit))
-            memsw = pod / "memory.memsw.limit_in_bytes"
-            if memsw.exists():
-                memsw.write_text(str(memory_limit))
-            with contextlib.suppress(OSError):
-                (pod / "memory.swappiness").write_text("0")
-        for container in containers:
-            child = pod / f"ctr-{container}"
-            child.mkdir()
-            info["containers"][container] = str(child)
-            if setup.version == 2:
-                with contextlib.suppress(OSError):
-                    (child / "memory.oom.group").write_text("1")
-    except OSError as exc:
-        _remove_cgroups(info)
-        raise PodCreationFailed(f"cannot set up the memory cgroup {pod}: {exc}") from exc
-    if cpu_dir is not None:
-        try:
-            cpu_dir.mkdir()
-            info["cpu"] = str(cpu_dir)
-            (cpu_dir / "cpu.shares").write_text(str(_cpu_shares(cpu_millis)))
-        except OSError as exc:  # best effort: the pod runs without its cpu share
-            log.warning("local backend: cpu cgroup %s not set up: %s", cpu_dir, exc)
-    return info
-
-
-# --- pod specs -----------------------------------------------------------------------------
-
-
-def _expand(text: str, env: Mapping[str, str]) -> str:
-    """Kubernetes' ``$(VAR)`` expansion: ``$(NAME)`` becomes the value of a defined variable
-    (left alone when undefined), ``$$`` becomes ``$``."""
-    out: list[str] = []
-    i = 0
-    while i < len(text):
-        if text[i] == "$" and i + 1 < len(text):
-            nxt = text[i + 1]
-            if nxt == "$":
-                out.append("$")
-                i += 2
-                continue
-            if nxt == "(":
-                end = text.find(")", i + 2)
-                if end != -1:
-                    name = text[i + 2 : end]
-                    out.append(env[name] if name in env else text[i : end + 1])
-                    i = end + 1
-                    continue
-        out.append(text[i])
-        i += 1
-    return "".join(out)
-
-
-def _strings(value: Any, where: str) -> list[str]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise PodCreationFailed(f"{where} must be a list of strings")
-    return value
-
-
-def _quantity(container: Mapping[str, Any], kind: str, resource: str) -> int | None:
-    resources = container.get("resources") or {}
-    value = (resources.get(kind) or {}).get(resource) if isinstance(resources, dict) else None
-    if value is None:
-        return None
-    try:
-        return parse_quantity(value)
-    except ValueError as exc:
-        raise PodCreationFailed(f"resources.{kind}.{resource}: {exc}") from exc
-
-
-def _memory_limit(containers: list[dict], init: list[dict]) -> int | None:
-    """The pod's memory limit in bytes; None (unlimited) when a container has none."""
-    limits = [_quantity(c, "limits", "memory") for c in containers]
-    init_limits = [_quantity(c, "limits", "memory") for c in init]
-    if any(x is None for x in limits + init_limits):
-        return None
-    total = max([sum(x or 0 for x in limits), *(x or 0 for x in init_limits)]) // 1000
-    return total or None
-
-
-def _cpu_request(containers: list[dict], init: list[dict]) -> int:
-    """The pod's cpu request in millicores (requests, else limits, as Kubernetes defaults)."""
-
-    def one(c: dict) -> int:
-        q = _quantity(c, "requests", "cpu")
-        return q if q is not None else (_quantity(c, "limits", "cpu") or 0)
-
-    return max([sum(one(c) for c in containers), *(one(c) for c in init)])
-
-
-def _number(spec: Mapping[str, Any], key: str, minimum: float) -> float | None:
-    value = spec.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < minimum:
-        raise PodCreationFailed(f"podSpec.{key} must be a number of at least {minimum:g}")
-    return float(value)
-
-
-# --- the backend ---------------------------------------------------------------------------
 
 
 class LocalBackend:
@@ -856,72 +587,3 @@ def _read_line(fd: int, timeout: float) -> bytes:
             break
         data += chunk
     return data
-
-
-def _status(
-    doc: Mapping[str, Any], st: Mapping[str, Any], lost: Mapping[str, Any] | None, deleting: bool
-) -> PodStatus:
-    """A pod's PodStatus from its files."""
-    records = st.get("containers") or []
-    base: dict[str, Any] = {
-        "name": doc["name"],
-        "run_id": doc["run_id"],
-        "pending_at": _ts(doc.get("created_at")),
-        "running_at": _ts(st.get("running_at")),
-        "containers": tuple(
-            ContainerResult(
-                r["name"], r.get("exit_code"), r.get("reason") or "", r.get("message") or ""
-            )
-            for r in records
-        ),
-        "deleting": deleting,
-    }
-    oom = any(r.get("reason") == "OOMKilled" for r in records)
-    if lost is not None:
-        return PodStatus(
-            **base,
-            finished_at=_ts(lost["detected_at"]),
-            conditions=("OOMKilled",) if oom else (),
-            reason="ProcessLost",
-            message=lost["message"],
-            pod_error=lost["message"],
-            lost=True,
-        )
-    if not st.get("done"):
-        return PodStatus(**base)
-    plan = doc["plan"]
-    deadline = bool(st.get("deadline_exceeded"))
-    conditions = [c for c, hit in (("DeadlineExceeded", deadline), ("OOMKilled", oom)) if hit]
-    failed = next((r for r in records if r.get("exit_code") != 0), None)
-    all_ran = len(records) == len(plan["init_containers"]) + len(plan["containers"])
-    succeeded = not deadline and failed is None and all_ran
-    reason = message = ""
-    if deadline:
-        reason = "DeadlineExceeded"
-        message = (
-            "Pod was active on the node longer than the specified deadline "
-            f"({plan['deadline_seconds']:g}s)"
-        )
-    elif failed is not None:
-        reason = failed.get("reason") or "Error"
-        message = failed.get("message") or _describe_failure(failed, doc)
-    elif not succeeded:
-        reason = "Deleted" if st.get("stop") == "deleted" else "Terminated"
-        message = f"pod {doc['name']} was stopped before all its containers ran"
-    return PodStatus(
-        **base,
-        finished_at=_ts(st.get("finished_at")),
-        succeeded=succeeded,
-        conditions=tuple(conditions),
-        reason=reason,
-        message=message,
-    )
-
-
-def _describe_failure(record: Mapping[str, Any], doc: Mapping[str, Any]) -> str:
-    if record.get("reason") == "OOMKilled":
-        return (
-            f"container {record['name']} was OOM-killed: the pod's memory limit is "
-            f"{doc.get('memory_limit')} bytes"
-        )
-    return f"container {record['name']} exited with code {record.get('exit_code')}"

@@ -1,0 +1,88 @@
+"""Turning a local pod's recorded results into a ``PodStatus``."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from armada.executor.backends.base import (
+    ContainerResult,
+    PodStatus,
+)
+
+log = logging.getLogger(__name__)
+
+
+def _ts(value: float | None) -> datetime | None:
+    return None if value is None else datetime.fromtimestamp(value, tz=UTC)
+
+
+def _status(
+    doc: Mapping[str, Any], st: Mapping[str, Any], lost: Mapping[str, Any] | None, deleting: bool
+) -> PodStatus:
+    """A pod's PodStatus from its files."""
+    records = st.get("containers") or []
+    base: dict[str, Any] = {
+        "name": doc["name"],
+        "run_id": doc["run_id"],
+        "pending_at": _ts(doc.get("created_at")),
+        "running_at": _ts(st.get("running_at")),
+        "containers": tuple(
+            ContainerResult(
+                r["name"], r.get("exit_code"), r.get("reason") or "", r.get("message") or ""
+            )
+            for r in records
+        ),
+        "deleting": deleting,
+    }
+    oom = any(r.get("reason") == "OOMKilled" for r in records)
+    if lost is not None:
+        return PodStatus(
+            **base,
+            finished_at=_ts(lost["detected_at"]),
+            conditions=("OOMKilled",) if oom else (),
+            reason="ProcessLost",
+            message=lost["message"],
+            pod_error=lost["message"],
+            lost=True,
+        )
+    if not st.get("done"):
+        return PodStatus(**base)
+    plan = doc["plan"]
+    deadline = bool(st.get("deadline_exceeded"))
+    conditions = [c for c, hit in (("DeadlineExceeded", deadline), ("OOMKilled", oom)) if hit]
+    failed = next((r for r in records if r.get("exit_code") != 0), None)
+    all_ran = len(records) == len(plan["init_containers"]) + len(plan["containers"])
+    succeeded = not deadline and failed is None and all_ran
+    reason = message = ""
+    if deadline:
+        reason = "DeadlineExceeded"
+        message = (
+            "Pod was active on the node longer than the specified deadline "
+            f"({plan['deadline_seconds']:g}s)"
+        )
+    elif failed is not None:
+        reason = failed.get("reason") or "Error"
+        message = failed.get("message") or _describe_failure(failed, doc)
+    elif not succeeded:
+        reason = "Deleted" if st.get("stop") == "deleted" else "Terminated"
+        message = f"pod {doc['name']} was stopped before all its containers ran"
+    return PodStatus(
+        **base,
+        finished_at=_ts(st.get("finished_at")),
+        succeeded=succeeded,
+        conditions=tuple(conditions),
+        reason=reason,
+        message=message,
+    )
+
+
+def _describe_failure(record: Mapping[str, Any], doc: Mapping[str, Any]) -> str:
+    if record.get("reason") == "OOMKilled":
+        return (
+            f"container {record['name']} was OOM-killed: the pod's memory limit is "
+            f"{doc.get('memory_limit')} bytes"
+        )
+    return f"container {record['name']} exited with code {record.get('exit_code')}"
