@@ -273,22 +273,28 @@ class ArmadaClient:
 
     def cancel(self, queue: str, job_set: str, job_ids: list[str] | None) -> list[str]:
         """``POST /api/v1/jobs/cancel``; returns the ids of the jobs being cancelled."""
-        body: dict[str, Any] = {"queue": queue, "jobSetId": job_set}
-        if job_ids is not None:
-            body["jobIds"] = job_ids
-        result = self._object(self._request("POST", "jobs/cancel", body=body), "cancellation")
-        return list(result.get("jobIds") or [])
+        return self._job_set_action("cancel", queue, job_set, job_ids, {})
 
     def reprioritize(
         self, queue: str, job_set: str, priority: int, job_ids: list[str] | None
     ) -> list[str]:
         """``POST /api/v1/jobs/reprioritize``; returns the ids of the jobs changed."""
-        body: dict[str, Any] = {"queue": queue, "jobSetId": job_set, "priority": priority}
+        return self._job_set_action("reprioritize", queue, job_set, job_ids, {"priority": priority})
+
+    def _job_set_action(
+        self,
+        action: str,
+        queue: str,
+        job_set: str,
+        job_ids: list[str] | None,
+        extra: dict[str, Any],
+    ) -> list[str]:
+        """An action on some jobs of a job set (all of its unfinished ones when ``job_ids``
+        is None): ``POST /api/v1/jobs/<action>``; returns the ids of the jobs it touched."""
+        body: dict[str, Any] = {"queue": queue, "jobSetId": job_set, **extra}
         if job_ids is not None:
             body["jobIds"] = job_ids
-        result = self._object(
-            self._request("POST", "jobs/reprioritize", body=body), "reprioritization"
-        )
+        result = self._object(self._request("POST", f"jobs/{action}", body=body), action)
         return list(result.get("jobIds") or [])
 
     def get_run_log(self, run_id: str) -> dict[str, Any]:
