@@ -78,7 +78,7 @@ def failures_decide(*, now: datetime) -> int:
         return 0
     policies = policy_cache.policies(now=now)
     config = retry_settings()
-    context = MutationContext(now=now)
+    context = MutationContext()
     with transaction.atomic():
         runs = list(
             undecided.select_for_update()

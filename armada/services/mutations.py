@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from datetime import datetime
 
 from django.conf import settings
 
@@ -32,9 +31,8 @@ _warned_untracked: set[str] = set()
 
 @dataclass
 class MutationContext:
-    """Per decision batch: the live nodes, loaded once when first needed."""
+    """Per decision batch: the fleet's nodes, loaded once when first needed."""
 
-    now: datetime
     _nodes: list[Node] | None = None
     _states: list | None = None
 
