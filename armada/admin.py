@@ -13,7 +13,17 @@ from django.utils import timezone
 from armada.core.errors import ValidationFailed
 from armada.core.policy import parse_policy
 from armada.core.queues import parse_queue
-from armada.models import Event, Executor, Job, Node, Queue, RetryPolicy, Run, RunLog
+from armada.models import (
+    Event,
+    Executor,
+    Job,
+    Node,
+    Queue,
+    RetryPolicy,
+    RetryPolicyVersion,
+    Run,
+    RunLog,
+)
 from armada.services import policies as policy_services
 from armada.services.errors import Conflict
 
@@ -182,6 +192,17 @@ class RetryPolicyAdmin(admin.ModelAdmin):
     def delete_queryset(self, request, queryset) -> None:
         for obj in queryset:
             self.delete_model(request, obj)
+
+
+@admin.register(RetryPolicyVersion)
+class RetryPolicyVersionAdmin(ReadOnlyAdmin):
+    """The policies' history, deleted policies' included (their ``policy`` is empty)."""
+
+    list_display = ("policy_name", "version", "saved_by", "saved_at", "policy")
+    list_filter = ("saved_by",)
+    search_fields = ("policy_name",)
+    date_hierarchy = "saved_at"
+    list_select_related = ("policy",)
 
 
 class RunInline(admin.TabularInline):

@@ -7,6 +7,7 @@ from armada.models.lease import LeaderLease
 from armada.models.log import RunLog
 from armada.models.metric import MetricCounter
 from armada.models.policy import RetryPolicy
+from armada.models.policy_version import RetryPolicyVersion
 from armada.models.queue import Queue
 from armada.models.scheduling import SchedulingReason, SchedulingRound
 
@@ -19,6 +20,7 @@ __all__ = [
     "Node",
     "Queue",
     "RetryPolicy",
+    "RetryPolicyVersion",
     "Run",
     "RunLog",
     "SchedulingReason",

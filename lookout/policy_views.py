@@ -1,0 +1,337 @@
+"""Lookout pages for retry policies: list, detail (YAML, queues, history, diff, rule tester),
+create, edit, validate (JSON, for the editor's Validate button), attach and detach.
+
+Views are thin: reads and writes go through ``armada.services.policies`` (which checks every
+permission through ``services.authz``); presentation helpers live in ``lookout.policy_text``
+and the rule tester in ``lookout.tester``. Reading needs a login and the policy read
+permission; a person without it gets 403, an anonymous one the login page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from armada.core.policy import API_VERSION, KIND
+from armada.models import RetryPolicy, RetryPolicyVersion
+from armada.services import policies as policy_services
+from armada.services.authz import has_global
+from armada.services.errors import Conflict, NotFound, PermissionDenied, ValidationFailed
+from armada.services.queues import queue_list
+from lookout.forms import AttachForm, TesterForm
+from lookout.policy_text import (
+    TextError,
+    YAMLTextError,
+    document_yaml,
+    field_line,
+    load_yaml,
+    locate,
+    unified_diff,
+)
+from lookout.tester import Outcome, categorize, evaluate, executor_ids, failure_of_run
+
+NEW_POLICY_TEMPLATE = f"""apiVersion: {API_VERSION}
+kind: {KIND}
+name: my-policy
+retryLimit: 3
+defaultAction: Fail
+rules:
+  - action: Fail
+    onCategory: user-error
+  - action: Retry
+    onCategory: oom
+    mutate:
+      resources:
+        memory:
+          factor: 1.5
+"""
+
+View = Callable[..., HttpResponse]
+
+
+def _forbidden(request: HttpRequest, exc: PermissionDenied) -> HttpResponse:
+    return render(request, "lookout/forbidden.html", {"message": str(exc)}, status=403)
+
+
+def policy_reader(view: View) -> View:
+    """Log in first; then the policy read permission, else 403 naming what is missing."""
+
+    @login_required
+    @wraps(view)
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        try:
+            policy_services.require_policy_reader(request.user)
+            return view(request, *args, **kwargs)
+        except PermissionDenied as exc:
+            return _forbidden(request, exc)
+        except NotFound as exc:
+            raise Http404(str(exc)) from None
+
+    return wrapper
+
+
+def _can(request: HttpRequest) -> dict[str, bool]:
+    user = request.user
+    return {
+        "can_create": has_global(user, "create_retry_policy"),
+        "can_edit": has_global(user, "update_retry_policy"),
+        "can_attach": has_global(user, "create_queue"),
+    }
+
+
+@require_GET
+@policy_reader
+def policy_list(request: HttpRequest) -> HttpResponse:
+    users = policy_services.queues_by_policy()
+    rows = [
+        {"policy": p, "rules": len(p.rules or []), "queues": users.get(p.name, [])}
+        for p in policy_services.policy_list()
+    ]
+    return render(request, "lookout/policies.html", {"rows": rows, **_can(request)})
+
+
+def _diff_context(versions: list[RetryPolicyVersion], chosen: int | None) -> dict[str, Any]:
+    """The diff of version ``chosen`` (default: the newest) against the version before it."""
+    if not versions:
+        return {}
+    by_number = {v.version: v for v in versions}
+    current = by_number.get(chosen) if chosen is not None else versions[0]
+    if current is None:
+        raise NotFound(f"this policy has no version {chosen}")
+    earlier = [v for v in versions if v.version < current.version]
+    previous = earlier[0] if earlier else None
+    context: dict[str, Any] = {"diff_version": current, "diff_previous": previous}
+    if previous is not None:
+        context["diff"] = unified_diff(
+            document_yaml(previous.document),
+            document_yaml(current.document),
+            old_label=f"version {previous.version}",
+            new_label=f"version {current.version}",
+        )
+    else:
+        context["diff_yaml"] = document_yaml(current.document)
+    return context
+
+
+def _tester(request: HttpRequest, policy: RetryPolicy) -> dict[str, Any]:
+    """The tester's form and, when it was submitted and is valid, its outcome."""
+    executors = executor_ids()
+    if "test" not in request.GET:
+        return {"tester": TesterForm(executors=executors)}
+    form = TesterForm(request.GET, executors=executors)
+    outcome: Outcome | None = None
+    if form.is_valid():
+        try:
+            outcome = _evaluate(request, form, policy)
+        except ValidationFailed as exc:
+            for error in exc.errors:
+                target = error.field if error.field in form.fields else None
+                form.add_error(target, error.message)
+        except PermissionDenied as exc:
+            form.add_error("run", str(exc))
+        except NotFound as exc:
+            form.add_error("run", str(exc))
+    return {"tester": form, "outcome": outcome}
+
+
+def _evaluate(request: HttpRequest, form: TesterForm, policy: RetryPolicy) -> Outcome:
+    run_id = form.cleaned_data.get("run")
+    if run_id:
+        failure, run = failure_of_run(actor=request.user, run_id=run_id)
+        return evaluate(
+            policy=policy,
+            failure=failure,
+            source=f"run {run.id} of job {run.job_id} (queue {run.job.queue_id})",
+            recorded=run.decision or None,
+        )
+    signals = form.signals()
+    if signals is None:
+        data = form.cleaned_data
+        failure = form.failure(data["category"], data.get("subcategory") or "")
+        return evaluate(policy=policy, failure=failure, source="the failure typed in")
+    labels = categorize(signals)
+    return evaluate(
+        policy=policy,
+        failure=form.failure(labels.category, labels.subcategory),
+        source=f"the failure typed in, labelled by executor {signals.executor}",
+        categorization=labels,
+    )
+
+
+@require_GET
+@policy_reader
+def policy_detail(request: HttpRequest, name: str) -> HttpResponse:
+    policy = policy_services.policy_get(name=name)
+    versions = policy_services.policy_versions(policy=policy)
+    raw_diff = request.GET.get("diff", "")
+    chosen = int(raw_diff) if raw_diff.isdigit() else None
+    queues = queue_list()
+    using = [
+        {"name": q.name, "position": q.retry_policies.index(name) + 1}
+        for q in queues
+        if name in (q.retry_policies or [])
+    ]
+    attachable = [q.name for q in queues if (q.retry_policies or [])[:1] != [name]]
+    context = {
+        "policy": policy,
+        "yaml": document_yaml(policy_services.policy_file(policy)),
+        "queues": using,
+        "versions": versions,
+        "attach": AttachForm(queues=attachable),
+        **_diff_context(versions, chosen),
+        **_tester(request, policy),
+        **_can(request),
+    }
+    return render(request, "lookout/policy.html", context)
+
+
+def _load(text: str) -> tuple[Any, list[TextError]]:
+    """The data of the typed text, or the YAML error with its line."""
+    try:
+        return load_yaml(text), []
+    except YAMLTextError as exc:
+        return None, [exc.error]
+
+
+def _editor(
+    request: HttpRequest,
+    *,
+    policy: RetryPolicy | None,
+    text: str,
+    errors: list[TextError],
+    base_version: int | None,
+    status: int = 200,
+) -> HttpResponse:
+    context = {
+        "policy": policy,
+        "text": text,
+        "errors": errors,
+        "base_version": base_version,
+        "validate_url": reverse("lookout:policy-validate"),
+        **_can(request),
+    }
+    return render(request, "lookout/policy_edit.html", context, status=status)
+
+
+def _save(request: HttpRequest, policy: RetryPolicy | None) -> HttpResponse:
+    """Validate and save the typed document; on any error re-show it, saving nothing."""
+    text = request.POST.get("document", "")
+    raw_base = request.POST.get("base_version", "")
+    base_version = int(raw_base) if raw_base.isdigit() else None
+    data, errors = _load(text)
+    if not errors:
+        try:
+            if policy is None:
+                saved = policy_services.policy_create(
+                    actor=request.user, data=data, now=timezone.now()
+                )
+            else:
+                saved = policy_services.policy_update(
+                    actor=request.user,
+                    name=policy.name,
+                    data=data,
+                    now=timezone.now(),
+                    expected_version=base_version,
+                )
+        except ValidationFailed as exc:
+            errors = locate(text, exc.errors)
+        except Conflict as exc:
+            field = "name" if policy is None else ""
+            errors = [TextError(field, str(exc), field_line(text, field))]
+        else:
+            messages.success(request, f"Saved {saved.name}, version {saved.version}.")
+            return redirect(reverse("lookout:policy", args=[saved.name]) + "#history")
+    return _editor(request, policy=policy, text=text, errors=errors, base_version=base_version)
+
+
+@require_http_methods(["GET", "POST"])
+@policy_reader
+def policy_new(request: HttpRequest) -> HttpResponse:
+    if not has_global(request.user, "create_retry_policy"):
+        raise PermissionDenied(
+            "creating retry policies needs the global 'create_retry_policy' permission"
+        )
+    if request.method == "POST":
+        return _save(request, None)
+    return _editor(request, policy=None, text=NEW_POLICY_TEMPLATE, errors=[], base_version=None)
+
+
+@require_http_methods(["GET", "POST"])
+@policy_reader
+def policy_edit(request: HttpRequest, name: str) -> HttpResponse:
+    policy = policy_services.policy_get(name=name)
+    if not has_global(request.user, "update_retry_policy"):
+        raise PermissionDenied(
+            "editing retry policies needs the global 'update_retry_policy' permission"
+        )
+    if request.method == "POST":
+        return _save(request, policy)
+    text = document_yaml(policy_services.policy_file(policy))
+    return _editor(request, policy=policy, text=text, errors=[], base_version=policy.version)
+
+
+@require_POST
+def policy_validate(request: HttpRequest) -> JsonResponse:
+    """Check a typed document without saving it: ``{"valid": bool, "errors": [{field,
+    message, line}]}``. Answers 200 whether or not the document is valid (the check itself
+    worked); 403 without a login or the read permission. CSRF-protected like every POST."""
+    if not policy_services.can_read_policies(request.user):
+        return JsonResponse(
+            {"detail": "log in with the permission to read retry policies"}, status=403
+        )
+    text = request.POST.get("document", "")
+    name = request.POST.get("name") or None
+    data, errors = _load(text)
+    if not errors:
+        try:
+            policy_services.policy_validate(data=data, name=name)
+        except ValidationFailed as exc:
+            errors = locate(text, exc.errors)
+    return JsonResponse({"valid": not errors, "errors": [e.as_json() for e in errors]})
+
+
+def _queue_action(request: HttpRequest, name: str, action: str) -> HttpResponse:
+    policy = policy_services.policy_get(name=name)
+    queue = request.POST.get("queue", "")
+    try:
+        if action == "attach":
+            form = AttachForm(request.POST, queues=[q.name for q in queue_list()])
+            if not form.is_valid():
+                raise ValidationFailed.one("queue", "choose one of the queues")
+            policy_services.policy_attach(
+                actor=request.user,
+                name=policy.name,
+                queue=form.cleaned_data["queue"],
+                first=form.cleaned_data["first"],
+                now=timezone.now(),
+            )
+            messages.success(request, f"Attached {policy.name} to queue {queue}.")
+        else:
+            policy_services.policy_detach(
+                actor=request.user, name=policy.name, queue=queue, now=timezone.now()
+            )
+            messages.success(request, f"Detached {policy.name} from queue {queue}.")
+    except (ValidationFailed, NotFound, Conflict) as exc:
+        messages.error(request, str(exc))
+    return redirect(reverse("lookout:policy", args=[policy.name]) + "#queues")
+
+
+@require_POST
+@policy_reader
+def policy_attach(request: HttpRequest, name: str) -> HttpResponse:
+    return _queue_action(request, name, "attach")
+
+
+@require_POST
+@policy_reader
+def policy_detach(request: HttpRequest, name: str) -> HttpResponse:
+    return _queue_action(request, name, "detach")

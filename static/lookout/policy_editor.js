@@ -1,0 +1,142 @@
+// The retry-policy editor: line numbers beside the YAML, a Validate button that asks the
+// server to check the document without saving it, and error entries that move the cursor
+// to the line they are about. The page works without this file: Save validates on the
+// server and shows the same errors.
+(function () {
+  "use strict";
+
+  const form = document.getElementById("policy-form");
+  if (!form) {
+    return;
+  }
+  const textarea = form.querySelector("textarea[name=document]");
+  const gutter = form.querySelector(".gutter");
+  const summary = document.getElementById("editor-errors");
+  const validateButton = document.getElementById("validate");
+  const csrfInput = form.querySelector("input[name=csrfmiddlewaretoken]");
+  let errorLines = new Set();
+
+  function lineCount() {
+    return textarea.value.split("\n").length;
+  }
+
+  function drawGutter() {
+    const lines = [];
+    const total = lineCount();
+    for (let n = 1; n <= total; n += 1) {
+      lines.push(errorLines.has(n) ? "<mark>" + n + "</mark>" : String(n));
+    }
+    gutter.innerHTML = lines.join("\n");
+    gutter.scrollTop = textarea.scrollTop;
+  }
+
+  function goToLine(line) {
+    const lines = textarea.value.split("\n");
+    const index = Math.max(0, Math.min(line, lines.length) - 1);
+    let start = 0;
+    for (let i = 0; i < index; i += 1) {
+      start += lines[i].length + 1;
+    }
+    textarea.focus();
+    textarea.setSelectionRange(start, start + lines[index].length);
+    const lineHeight = parseFloat(getComputedStyle(textarea).lineHeight) || 20;
+    textarea.scrollTop = Math.max(0, (index - 3) * lineHeight);
+    gutter.scrollTop = textarea.scrollTop;
+  }
+
+  function addLineButtons() {
+    summary.querySelectorAll("li[data-line]").forEach(function (item) {
+      const line = Number(item.dataset.line);
+      const button = document.createElement("button");
+      button.type = "button";
+      button.className = "link";
+      button.textContent = "Go to line " + line;
+      button.addEventListener("click", function () {
+        goToLine(line);
+      });
+      item.append(" ", button);
+    });
+  }
+
+  function showErrors(errors) {
+    summary.replaceChildren();
+    errorLines = new Set();
+    const heading = document.createElement("h2");
+    if (errors.length === 0) {
+      summary.className = "errors ok";
+      heading.textContent = "No problems found. Not saved yet: press Save to keep it.";
+      summary.append(heading);
+      textarea.removeAttribute("aria-invalid");
+      drawGutter();
+      return;
+    }
+    summary.className = "errors";
+    heading.textContent =
+      errors.length + " problem" + (errors.length === 1 ? "" : "s") + "; nothing was saved";
+    const list = document.createElement("ul");
+    errors.forEach(function (error) {
+      const item = document.createElement("li");
+      item.dataset.field = error.field;
+      if (error.line) {
+        item.dataset.line = error.line;
+        errorLines.add(error.line);
+        const where = document.createElement("span");
+        where.className = "where";
+        where.textContent = "Line " + error.line;
+        item.append(where, " ");
+      }
+      if (error.field) {
+        const code = document.createElement("code");
+        code.textContent = error.field;
+        item.append(code, ": ");
+      }
+      item.append(error.message);
+      list.append(item);
+    });
+    summary.append(heading, list);
+    textarea.setAttribute("aria-invalid", "true");
+    addLineButtons();
+    drawGutter();
+  }
+
+  function validate() {
+    validateButton.disabled = true;
+    fetch(form.dataset.validateUrl, {
+      method: "POST",
+      body: new FormData(form),
+      headers: { "X-CSRFToken": csrfInput.value, Accept: "application/json" },
+      credentials: "same-origin",
+    })
+      .then(function (response) {
+        if (!response.ok) {
+          throw new Error("the server answered " + response.status);
+        }
+        return response.json();
+      })
+      .then(function (body) {
+        showErrors(body.errors);
+        summary.focus();
+      })
+      .catch(function (error) {
+        showErrors([{ field: "", message: "Could not validate: " + error.message, line: null }]);
+      })
+      .finally(function () {
+        validateButton.disabled = false;
+      });
+  }
+
+  summary.querySelectorAll("li[data-line]").forEach(function (item) {
+    errorLines.add(Number(item.dataset.line));
+  });
+  addLineButtons();
+  textarea.addEventListener("input", drawGutter);
+  textarea.addEventListener("scroll", function () {
+    gutter.scrollTop = textarea.scrollTop;
+  });
+  validateButton.hidden = false;
+  validateButton.addEventListener("click", validate);
+  drawGutter();
+  if (summary.querySelector("li")) {
+    summary.focus();
+  }
+})();
