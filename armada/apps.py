@@ -11,6 +11,7 @@ class ArmadaConfig(AppConfig):
 
         from django.conf import settings
 
+        import armada.lookups  # noqa: F401 (registers the ``__any`` lookup)
         from armada.metrics import register_collectors
 
         register_collectors()

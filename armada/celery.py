@@ -1,6 +1,6 @@
 """The Celery application: broker from settings, periodic tasks from ``config/armada.yaml``.
 
-Queues: ``scheduler`` (scheduling cycles) and ``executor.<id>`` (one per executor). Every
+Queues: ``scheduler`` (scheduling cycles, the counters' history sample) and ``executor.<id>`` (one per executor). Every
 periodic message expires after one period, so a busy or stopped worker does not come back to
 a pile of stale ticks.
 """
@@ -12,6 +12,9 @@ import os
 from celery import Celery
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "armada.settings")
+
+# Lookout's counter history (``services.metric_history``) is sampled once a minute.
+METRICS_SAMPLE_PERIOD = 60.0
 
 app = Celery("armada")
 app.config_from_object("django.conf:settings", namespace="CELERY")
@@ -31,6 +34,11 @@ def _periodic_tasks(sender: Celery, **_: object) -> None:
         period,
         sender.signature("armada.scheduler.cycle", queue="scheduler", expires=period),
         name="scheduler cycle",
+    )
+    sender.add_periodic_task(
+        METRICS_SAMPLE_PERIOD,
+        sender.signature("armada.metrics.sample", queue="scheduler", expires=METRICS_SAMPLE_PERIOD),
+        name="metrics history sample",
     )
     for executor in config.executors:
         sender.add_periodic_task(

@@ -7,6 +7,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from armada.executor.agent import ExecutorAgent
+from armada.services.metric_history import metrics_sample
 from armada.services.scheduler import scheduler_cycle
 
 # One agent per executor per worker process: it keeps its backend (the pods) between ticks.
@@ -32,3 +33,10 @@ def executor_tick_task(executor_id: str) -> dict:
         agent = _agents[executor_id] = ExecutorAgent(settings.ARMADA.executor(executor_id))
     report = agent.tick(timezone.now())
     return {"created": report.created, "reported": report.reported}
+
+
+@shared_task(name="armada.metrics.sample", ignore_result=True)
+def metrics_sample_task() -> dict:
+    """Copy the changed counters into their history and prune it (Lookout's charts)."""
+    report = metrics_sample(now=timezone.now())
+    return {"written": report.written, "pruned": report.pruned}

@@ -59,3 +59,79 @@ def runs_with_logs(*, job: Job) -> list:
     for run in runs:
         run.log_entry = logs.get(run.id)
     return runs
+
+
+# Payload keys worth showing in the job page's event timeline, in this order.
+EVENT_HIGHLIGHTS = (
+    "reason",
+    "cluster",
+    "node",
+    "pool",
+    "retryable",
+    "failure_category",
+    "failure_subcategory",
+    "decision",
+    "decisionReason",
+    "exitCode",
+    "priority",
+    "message",
+    "hint",
+)
+
+
+def job_events(*, job: Job) -> list[dict]:
+    """The job's events in order, each as ``{"event": Event, "highlights": [(key, value)]}``."""
+    from armada.models import Event
+
+    timeline = []
+    for event in Event.objects.filter(job_id=job.id).order_by("id"):
+        payload = event.payload or {}
+        highlights = [
+            (key, payload[key])
+            for key in EVENT_HIGHLIGHTS
+            if key in payload and payload[key] not in ("", None, {}, [])
+        ]
+        timeline.append({"event": event, "highlights": highlights})
+    return timeline
+
+
+def decision_trail(run) -> list[tuple[str, str]] | None:
+    """A run's decision trail as (label, value) pairs for display; None when undecided."""
+    from armada.core.quantity import MEMORY, format_quantity
+
+    trail = run.decision or {}
+    if not trail:
+        return None
+    rows: list[tuple[str, str]] = [("Decision", str(trail.get("decision", "")))]
+    if trail.get("policy"):
+        version = trail.get("policyVersion")
+        rows.append(("Policy", f"{trail['policy']}" + (f" (version {version})" if version else "")))
+    if trail.get("ruleIndex") is not None:
+        rows.append(("Matched rule", f"rule {int(trail['ruleIndex']) + 1}"))
+    elif trail.get("policy"):
+        rows.append(("Matched rule", "none (default action)"))
+    if trail.get("retryLimit") is not None:
+        rows.append(("Budget", f"{trail.get('retriesUsed', 0)} of {trail['retryLimit']} used"))
+    if trail.get("globalCap"):
+        rows.append(("Global cap", f"{trail.get('globalUsed', 0)} of {trail['globalCap']} used"))
+    mutation = trail.get("mutation") or {}
+    memory = mutation.get("memory")
+    if memory:
+
+        def shown(value) -> str:
+            return format_quantity(int(value), MEMORY) if isinstance(value, int) else str(value)
+
+        rows.append(
+            (
+                "Memory",
+                f"{shown(memory.get('before'))} → {shown(memory.get('after'))}"
+                + (f" ({memory['kind']})" if memory.get("kind") else ""),
+            )
+        )
+    if mutation.get("memorySkipped"):
+        rows.append(("Memory bump skipped", str(mutation["memorySkipped"])))
+    if "avoidNodes" in mutation:
+        rows.append(("Nodes avoided", ", ".join(mutation["avoidNodes"]) or "none"))
+    if trail.get("reason"):
+        rows.append(("Reason", str(trail["reason"])))
+    return rows

@@ -1,11 +1,18 @@
 from django.urls import path
 
-from lookout import policy_views, views
+from lookout import metrics_views, policy_views, queue_views, views
 
 app_name = "lookout"
 urlpatterns = [
     path("", views.jobs, name="jobs"),
     path("jobs/<str:job_id>", views.job_detail, name="job"),
+    path("jobs/<str:job_id>/cancel", views.job_cancel, name="job-cancel"),
+    path("jobs/<str:job_id>/reprioritize", views.job_reprioritize, name="job-reprioritize"),
+    path("jobs/<str:job_id>/preempt", views.job_preempt_view, name="job-preempt"),
+    path("queues/", queue_views.queue_list, name="queues"),
+    path("queues/<str:name>/", queue_views.queue_detail, name="queue"),
+    path("queues/<str:name>/cordon", queue_views.queue_cordon, name="queue-cordon"),
+    path("metrics/decisions", metrics_views.decision_metrics, name="decision-metrics"),
     path("policies/", policy_views.policy_list, name="policies"),
     path("policies/new", policy_views.policy_new, name="policy-new"),
     path("policies/validate", policy_views.policy_validate, name="policy-validate"),

@@ -1,45 +1,195 @@
+"""Lookout's job pages: the jobs table (list, groups, refreshable rows) and the job page with
+its actions (cancel, reprioritize, preempt).
+
+Views are thin: reads go through ``lookout.jobs_table`` / ``lookout.queries`` (which see only
+the queues the viewer may watch), writes through the services, which check every permission
+through ``services.authz``; a refused action answers 403 with the reason.
+"""
+
 from __future__ import annotations
 
+import yaml
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseForbidden
-from django.shortcuts import render
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_POST
 
 from armada.core.states import JobState
-from armada.models import SchedulingReason
-from armada.services.errors import NotFound, PermissionDenied
+from armada.models import Job, Queue
+from armada.services.authz import can_on_queue
+from armada.services.errors import Conflict, NotFound, PermissionDenied, ValidationFailed
 from armada.services.jobs import job_get
-from lookout.queries import jobs_page, runs_with_logs
+from armada.services.records import pending_reason
+from armada.services.reprioritize import jobs_reprioritize
+from armada.services.stopping import job_preempt, jobs_cancel
+from lookout.jobs_table import (
+    GROUPS,
+    REFRESH_CHOICES,
+    RETRYABLE_CHOICES,
+    SORTS,
+    TableParams,
+    jobs_groups,
+    jobs_page,
+)
+from lookout.queries import decision_trail, job_events, runs_with_logs
+
+
+def forbidden(request: HttpRequest, message: str) -> HttpResponse:
+    return render(request, "lookout/forbidden.html", {"message": message}, status=403)
 
 
 @login_required
 def jobs(request: HttpRequest) -> HttpResponse:
-    filters = {k: request.GET.get(k, "").strip() for k in ("queue", "job_set", "state")}
-    rows, next_cursor = jobs_page(
-        actor=request.user, before=request.GET.get("before", ""), **filters
+    """The jobs table (``?group=`` shows counts per group instead); ``?fragment=rows`` answers
+    only the table body, for the auto refresh."""
+    params = TableParams.from_query(request.GET)
+    context = {
+        "params": params,
+        "filters": params.filters,
+        "states": [s.value for s in JobState],
+        "retryable_choices": RETRYABLE_CHOICES,
+        "group_choices": [(k, label) for k, (_, label) in GROUPS.items()],
+        "refresh_choices": REFRESH_CHOICES,
+        "now": timezone.now(),
+    }
+    if params.group:
+        context["groups"] = jobs_groups(actor=request.user, params=params)
+        context["group_label"] = GROUPS[params.group][1]
+        context["list_url"] = params.url(group=None)
+        return render(request, "lookout/jobs_grouped.html", context)
+    page = jobs_page(actor=request.user, params=params)
+    context.update(
+        page=page,
+        jobs=[row.job for row in page.rows],
+        next_cursor=page.next_cursor,
+        columns=_columns(params),
+        next_url=params.url(after=page.next_cursor, before=None) if page.next_cursor else "",
+        prev_url=params.url(before=page.prev_cursor, after=None) if page.prev_cursor else "",
+        first_url=params.url() if (params.after or params.before) else "",
+        colspan=19 + len(params.annotations),
     )
-    return render(
-        request,
-        "lookout/jobs.html",
-        {
-            "jobs": rows,
-            "next_cursor": next_cursor,
-            "filters": filters,
-            "states": [s.value for s in JobState],
-        },
-    )
+    if request.GET.get("fragment") == "rows":
+        return render(request, "lookout/_job_rows.html", context)
+    return render(request, "lookout/jobs.html", context)
+
+
+def _columns(params: TableParams) -> dict[str, dict]:
+    """Per sortable column: its sort link and its ``aria-sort`` value."""
+    columns = {}
+    for key, (_, label) in SORTS.items():
+        current = key == params.sort
+        columns[key] = {
+            "label": label,
+            "url": params.sort_url(key),
+            "aria": ("descending" if params.descending else "ascending") if current else "",
+        }
+    return columns
+
+
+def _job_or_error(request: HttpRequest, job_id: str) -> Job | HttpResponse:
+    try:
+        return job_get(actor=request.user, job_id=job_id)
+    except NotFound as exc:
+        raise Http404(str(exc)) from None
+    except PermissionDenied as exc:
+        return forbidden(request, str(exc))
 
 
 @login_required
 def job_detail(request: HttpRequest, job_id: str) -> HttpResponse:
-    try:
-        job = job_get(actor=request.user, job_id=job_id)
-    except NotFound as exc:
-        raise Http404(str(exc)) from None
-    except PermissionDenied as exc:
-        return HttpResponseForbidden(str(exc))
+    job = _job_or_error(request, job_id)
+    if isinstance(job, HttpResponse):
+        return job
+    runs = runs_with_logs(job=job)
+    for run in runs:
+        run.trail = decision_trail(run)
+    live = not JobState(job.state).terminal
+    active = job.state in (JobState.LEASED, JobState.PENDING, JobState.RUNNING)
+    queue: Queue = job.queue
     context = {
         "job": job,
-        "runs": runs_with_logs(job=job),
-        "scheduling_reason": SchedulingReason.objects.filter(job=job).first(),
+        "runs": runs,
+        "scheduling_reason": pending_reason(job),
+        "events": job_events(job=job),
+        "pod_spec_yaml": yaml.safe_dump(job.pod_spec, sort_keys=False, default_flow_style=False),
+        "annotations": sorted((job.annotations or {}).items()),
+        "mutations": job.mutations or {},
+        "can_cancel": live and can_on_queue(request.user, queue, "cancel"),
+        "can_reprioritize": live and can_on_queue(request.user, queue, "reprioritize"),
+        "can_preempt": active and can_on_queue(request.user, queue, "preempt"),
     }
     return render(request, "lookout/job.html", context)
+
+
+def _job_action(request: HttpRequest, job_id: str, action) -> HttpResponse:
+    """Run ``action(job)`` (a service call); a refusal is a 403 page, any other error a
+    message on the job page."""
+    job = Job.objects.filter(id=job_id).first()
+    if job is None:
+        raise Http404(f"job {job_id!r} does not exist")
+    try:
+        done = action(job)
+    except PermissionDenied as exc:
+        return forbidden(request, str(exc))
+    except (NotFound, Conflict, ValidationFailed) as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, done)
+    return redirect(reverse("lookout:job", args=[job_id]))
+
+
+@login_required
+@require_POST
+def job_cancel(request: HttpRequest, job_id: str) -> HttpResponse:
+    reason = request.POST.get("reason", "").strip()[:255]
+
+    def cancel(job: Job) -> str:
+        jobs_cancel(
+            actor=request.user,
+            queue=job.queue_id,
+            job_set=job.job_set,
+            job_ids=[job.id],
+            reason=reason,
+            now=timezone.now(),
+        )
+        return f"Cancelling job {job.id}."
+
+    return _job_action(request, job_id, cancel)
+
+
+@login_required
+@require_POST
+def job_reprioritize(request: HttpRequest, job_id: str) -> HttpResponse:
+    raw = request.POST.get("priority", "").strip()
+
+    def reprioritize(job: Job) -> str:
+        try:
+            priority: object = int(raw)
+        except ValueError:
+            priority = raw  # the service names the field and the allowed range
+        jobs_reprioritize(
+            actor=request.user,
+            queue=job.queue_id,
+            job_set=job.job_set,
+            priority=priority,
+            job_ids=[job.id],
+            now=timezone.now(),
+        )
+        return f"Priority of job {job.id} set to {priority}."
+
+    return _job_action(request, job_id, reprioritize)
+
+
+@login_required
+@require_POST
+def job_preempt_view(request: HttpRequest, job_id: str) -> HttpResponse:
+    reason = request.POST.get("reason", "").strip()[:255]
+
+    def preempt(job: Job) -> str:
+        job_preempt(actor=request.user, job_id=job.id, reason=reason, now=timezone.now())
+        return f"Preempting job {job.id}."
+
+    return _job_action(request, job_id, preempt)

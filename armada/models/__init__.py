@@ -6,6 +6,7 @@ from armada.models.job import Job, Run
 from armada.models.lease import LeaderLease
 from armada.models.log import RunLog
 from armada.models.metric import MetricCounter
+from armada.models.metric_sample import MetricSample
 from armada.models.policy import RetryPolicy
 from armada.models.policy_version import RetryPolicyVersion
 from armada.models.queue import Queue
@@ -17,6 +18,7 @@ __all__ = [
     "Job",
     "LeaderLease",
     "MetricCounter",
+    "MetricSample",
     "Node",
     "Queue",
     "RetryPolicy",

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from django.db import models
+from django.db.models.fields.json import KeyTransform
 
 from armada.core.states import JobState, RunState
 
@@ -56,6 +57,17 @@ class Job(models.Model):
             ),
             models.Index(fields=["queue", "job_set", "id"], name="job_jobset_idx"),
             models.Index(fields=["state", "id"], name="job_state_idx"),
+            # Lookout's jobs table (newest first, keyset on id): by queue, by queue and
+            # state, by failure category, and by job-set prefix (LIKE 'x%' needs the pattern
+            # operator class where the collation is not C; other databases ignore it).
+            models.Index(fields=["queue", "id"], name="job_lookout_queue_idx"),
+            models.Index(fields=["queue", "state", "id"], name="job_lookout_queue_state_idx"),
+            models.Index(fields=["failure_category", "id"], name="job_lookout_category_idx"),
+            models.Index(
+                fields=["job_set"],
+                name="job_lookout_jobset_like_idx",
+                opclasses=["varchar_pattern_ops"],
+            ),
         ]
 
     def __str__(self) -> str:
@@ -104,6 +116,11 @@ class Run(models.Model):
             ),
             models.Index(fields=["executor", "state"], name="run_executor_state_idx"),
             models.Index(fields=["state", "leased_at"], name="run_state_idx"),
+            # A job's latest run is its run with the greatest id (ids sort by creation).
+            models.Index(fields=["job", "id"], name="run_lookout_latest_idx"),
+            # Lookout's filters on the latest run's node and decision label.
+            models.Index(fields=["node"], name="run_lookout_node_idx"),
+            models.Index(KeyTransform("decision", "decision"), name="run_lookout_decision_idx"),
         ]
 
     def __str__(self) -> str:

@@ -58,7 +58,7 @@ def records_write(
                 update_fields=["reason", "round", "updated_at"],
             )
         if leased:
-            SchedulingReason.objects.filter(job_id__in=leased).delete()
+            SchedulingReason.objects.filter(job_id__any=leased).delete()
         oldest_kept = round_.id - KEEP_ROUNDS
         if oldest_kept > 0:
             SchedulingRound.objects.filter(id__lte=oldest_kept).delete()
@@ -71,3 +71,24 @@ def records_write(
 def forget_written() -> None:
     """Forget what was written (a new process, or tests)."""
     _written.clear()
+
+
+NOT_REACHED = (
+    "not reached in the latest round: the round's job limit, the lease rate limit or the"
+    " queue's lookback stopped the round before this job"
+)
+
+
+def pending_reason(job) -> dict | None:
+    """Why a queued job is still waiting: the reason recorded for it, or, when a round has
+    run since it was queued without getting to it, that it was not reached. None for a job
+    that is not queued or that no round has seen yet."""
+    if job.state != "queued":
+        return None
+    record = SchedulingReason.objects.filter(job=job).first()
+    if record is not None:
+        return {"reason": record.reason, "roundId": record.round_id, "at": record.updated_at}
+    latest = SchedulingRound.objects.order_by("-id").first()
+    if latest is None or latest.started_at < job.last_transition_at:
+        return None
+    return {"reason": NOT_REACHED, "roundId": latest.id, "at": latest.started_at}

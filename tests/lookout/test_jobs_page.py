@@ -31,7 +31,7 @@ def test_keyset_pagination_walks_every_job_once(client, admin_user, queue, owner
     first = client.get("/")
     seen = first.context["jobs"]
     assert len(seen) == PAGE_SIZE
-    second = client.get("/", {"before": first.context["next_cursor"]})
+    second = client.get("/", {"after": first.context["next_cursor"]})
     assert second.context["next_cursor"] == ""
     all_seen = [j.id for j in seen] + [j.id for j in second.context["jobs"]]
     assert all_seen == sorted(ids, reverse=True)

@@ -1,0 +1,106 @@
+"""Lookout's queue pages: every queue the viewer may watch with its priority factor, current
+and fair share, jobs per state and retry policies; one queue's page; cordon and uncordon.
+
+Shares come from ``armada.services.queue_shares``; cordoning goes through
+``armada.services.queues.queue_set_cordoned`` (which needs the global ``cordon_queue``
+permission and refuses otherwise: 403 here).
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from armada.core.states import JobState
+from armada.models import Queue
+from armada.services.authz import can_on_queue, has_global
+from armada.services.errors import NotFound, PermissionDenied
+from armada.services.queue_shares import queue_shares
+from armada.services.queues import queue_set_cordoned
+from lookout.views import forbidden
+
+STATES = [s.value for s in JobState]
+
+
+def _visible(request: HttpRequest) -> list[Queue]:
+    return [q for q in Queue.objects.order_by("name") if can_on_queue(request.user, q, "watch")]
+
+
+def _pool(request: HttpRequest) -> tuple[str, list[str]]:
+    pools = [p.name for p in settings.ARMADA.scheduling.pools]
+    chosen = request.GET.get("pool", "")
+    return (chosen if chosen in pools else ""), pools
+
+
+@login_required
+def queue_list(request: HttpRequest) -> HttpResponse:
+    pool, pools = _pool(request)
+    shares = queue_shares(now=timezone.now(), queues=_visible(request), pool=pool or None)
+    for share in shares:
+        share.state_counts = [(s, share.jobs_by_state.get(s, 0)) for s in STATES]
+    return render(
+        request,
+        "lookout/queues.html",
+        {
+            "shares": shares,
+            "states": STATES,
+            "pool": pool,
+            "pools": pools,
+            "can_cordon": has_global(request.user, "cordon_queue"),
+        },
+    )
+
+
+@login_required
+def queue_detail(request: HttpRequest, name: str) -> HttpResponse:
+    queue = Queue.objects.filter(name=name).first()
+    if queue is None:
+        raise Http404(f"queue {name!r} does not exist")
+    if not can_on_queue(request.user, queue, "watch"):
+        return forbidden(
+            request, f"you may not watch queue {name!r}: it needs the 'watch' permission"
+        )
+    pool, pools = _pool(request)
+    [share] = queue_shares(now=timezone.now(), queues=[queue], pool=pool or None)
+    share.state_counts = [(s, share.jobs_by_state.get(s, 0)) for s in STATES]
+    return render(
+        request,
+        "lookout/queue.html",
+        {
+            "queue": queue,
+            "share": share,
+            "pool": pool,
+            "pools": pools,
+            "can_cordon": has_global(request.user, "cordon_queue"),
+            "verbs": [
+                v
+                for v in ("submit", "cancel", "preempt", "reprioritize", "watch")
+                if can_on_queue(request.user, queue, v)
+            ],
+        },
+    )
+
+
+@login_required
+@require_POST
+def queue_cordon(request: HttpRequest, name: str) -> HttpResponse:
+    """Cordon (``cordon=1``) or uncordon (``cordon=0``) a queue, then back to where the form
+    was (the queue list or the queue's page)."""
+    cordoned = request.POST.get("cordon") == "1"
+    try:
+        queue_set_cordoned(actor=request.user, name=name, cordoned=cordoned, now=timezone.now())
+    except PermissionDenied as exc:
+        return forbidden(request, str(exc))
+    except NotFound as exc:
+        raise Http404(str(exc)) from None
+    messages.success(request, f"Queue {name} {'cordoned' if cordoned else 'uncordoned'}.")
+    back = request.POST.get("next", "")
+    if back not in (reverse("lookout:queues"), reverse("lookout:queue", args=[name])):
+        back = reverse("lookout:queues")
+    return redirect(back)

@@ -1,0 +1,164 @@
+"""The job page: details, pod spec, runs with their decision trail, the event timeline, and
+the actions (cancel, reprioritize, preempt) shown only to those allowed and refused with 403
+to the others."""
+
+from __future__ import annotations
+
+import pytest
+
+from armada.models import Job, Queue, Run
+from armada.services.submit import job_submit
+from tests.conftest import T0, at, job_file
+from tests.lookout.builders import make_job, make_run
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def viewer(django_user_model, queue):
+    """May watch queue ``demo`` and nothing else."""
+    user = django_user_model.objects.create_user("vera", password="vera-password")
+    Queue.objects.filter(name="demo").update(
+        permissions=[{"subjects": [{"kind": "User", "name": "vera"}], "verbs": ["watch"]}]
+    )
+    return user
+
+
+def test_the_page_shows_runs_with_their_decision_trail_and_the_events(
+    client, admin_user, queue, owner
+):
+    [job_id] = job_submit(actor=owner, data=job_file(), now=T0)
+    make_run(
+        "r1",
+        job_id,
+        state="failed",
+        node="node-7",
+        executor="cluster-x",
+        exit_code=137,
+        reason="OOMKilled",
+        message="out of memory",
+        failure_category="oom",
+        failure_subcategory="memory",
+        hint="ask for more memory",
+        retryable=True,
+        finished_at=at(9),
+        decision={
+            "decision": "retry",
+            "policy": "ml",
+            "policyVersion": 3,
+            "ruleIndex": 1,
+            "retriesUsed": 1,
+            "retryLimit": 4,
+            "mutation": {
+                "memory": {"kind": "factor", "before": 1073741824000, "after": 2147483648000},
+                "avoidNodes": ["node-7"],
+            },
+            "reason": "rule 2 matched",
+        },
+    )
+    client.force_login(admin_user)
+    html = client.get(f"/jobs/{job_id}").content.decode()
+    for text in (
+        "node-7",
+        "cluster-x",
+        "137",
+        "OOMKilled",
+        "out of memory",
+        "oom",
+        "memory",
+        "ask for more memory",
+        "retry",
+        "ml (version 3)",
+        "rule 2",
+        "1 of 4 used",
+        "1Gi → 2Gi",
+        "Nodes avoided",
+        'href="/policies/ml/"',
+        "Retryable",
+    ):
+        assert text in html, text
+    # The pod spec as YAML and the timeline (the submitted and queued events, in order).
+    assert "containers:" in html and "image: busybox:latest" in html
+    assert html.index("<strong>submitted</strong>") < html.index("<strong>queued</strong>")
+
+
+def test_an_undecided_run_says_so(client, admin_user, queue):
+    make_job("01u", state="running")
+    make_run("r-u", "01u")
+    client.force_login(admin_user)
+    html = client.get("/jobs/01u").content.decode()
+    assert "not decided" in html and "Decision trail" not in html
+
+
+def test_owner_sees_every_action_and_cancels_a_queued_job(client, owner, queue):
+    [job_id] = job_submit(actor=owner, data=job_file(), now=T0)
+    client.force_login(owner)
+    html = client.get(f"/jobs/{job_id}").content.decode()
+    assert "Cancel job" in html and "Reprioritize" in html
+    assert "Preempt job" not in html  # nothing is running
+    assert "csrfmiddlewaretoken" in html
+    response = client.post(f"/jobs/{job_id}/cancel", {"reason": "not needed"}, follow=True)
+    assert Job.objects.get(id=job_id).state == "cancelled"
+    assert "Cancelling job" in response.content.decode()
+    assert Job.objects.get(id=job_id).terminal_message == "not needed"
+
+
+def test_reprioritize_through_the_service_and_errors_are_shown(client, owner, queue):
+    [job_id] = job_submit(actor=owner, data=job_file(), now=T0)
+    client.force_login(owner)
+    client.post(f"/jobs/{job_id}/reprioritize", {"priority": "7"})
+    assert Job.objects.get(id=job_id).priority == 7
+    response = client.post(f"/jobs/{job_id}/reprioritize", {"priority": "-3"}, follow=True)
+    assert "priority: must be a whole number" in response.content.decode()
+    assert Job.objects.get(id=job_id).priority == 7
+    response = client.post(f"/jobs/{job_id}/reprioritize", {"priority": "soon"}, follow=True)
+    assert "must be a whole number" in response.content.decode()
+
+
+def test_preempt_a_running_job_and_a_finished_job_cannot_be_cancelled(client, owner, queue):
+    make_job("01r", state="running")
+    make_run("r-run", "01r", state="running")
+    client.force_login(owner)
+    assert "Preempt job" in client.get("/jobs/01r").content.decode()
+    client.post("/jobs/01r/preempt", {"reason": "make room"})
+    run = Run.objects.get(id="r-run")
+    assert run.stop_kind == "preempt" and run.stop_reason == "make room"
+    make_job("01s", state="succeeded")
+    assert "Cancel job" not in client.get("/jobs/01s").content.decode()
+    response = client.post("/jobs/01s/cancel", follow=True)
+    assert response.status_code == 200
+    assert "no unfinished job 01s" in response.content.decode()
+
+
+def test_a_viewer_without_the_verbs_sees_no_buttons_and_gets_403(client, viewer, owner, queue):
+    [job_id] = job_submit(actor=owner, data=job_file(), now=T0)
+    client.force_login(viewer)
+    html = client.get(f"/jobs/{job_id}").content.decode()
+    assert "Cancel job" not in html and "Reprioritize" not in html and "Preempt" not in html
+    for action, data in (("cancel", {}), ("reprioritize", {"priority": "1"}), ("preempt", {})):
+        response = client.post(f"/jobs/{job_id}/{action}", data)
+        assert response.status_code == 403, action
+        assert f"may not {action}" in response.content.decode()
+    job = Job.objects.get(id=job_id)
+    assert job.state == "queued" and job.priority == 0
+
+
+def test_outsiders_get_403_and_actions_need_post(client, outsider, owner, queue):
+    [job_id] = job_submit(actor=owner, data=job_file(), now=T0)
+    client.force_login(outsider)
+    assert client.get(f"/jobs/{job_id}").status_code == 403
+    assert client.post(f"/jobs/{job_id}/cancel").status_code == 403
+    assert Job.objects.get(id=job_id).state == "queued"
+    client.force_login(owner)
+    assert client.get(f"/jobs/{job_id}/cancel").status_code == 405
+    assert client.post("/jobs/nope/cancel").status_code == 404
+
+
+def test_actions_need_a_csrf_token(owner, queue):
+    from django.test import Client
+
+    [job_id] = job_submit(actor=owner, data=job_file(), now=T0)
+    strict = Client(enforce_csrf_checks=True)
+    strict.force_login(owner)
+    assert strict.post(f"/jobs/{job_id}/cancel").status_code == 403
+    assert Job.objects.get(id=job_id).state == "queued"
