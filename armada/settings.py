@@ -38,6 +38,15 @@ def env_list(name: str, default: str = "") -> list[str]:
     return [v.strip() for v in os.environ.get(name, default).split(",") if v.strip()]
 
 
+def env_int(name: str, default: int) -> int:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    if not value.isascii() or not value.isdigit():
+        raise ImproperlyConfigured(f"{name} must be a whole number, got {value!r}")
+    return int(value)
+
+
 DEV_MODE = env_bool("ARMADA_DEV", False)
 DEBUG = env_bool("DEBUG", False)
 SECRET_KEY = env_str("SECRET_KEY")
@@ -143,7 +152,9 @@ STATIC_ROOT = VAR_DIR / "static"
 STATIC_ROOT.mkdir(exist_ok=True)
 
 LOGIN_URL = "/admin/login/"
-DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
+# The largest request body: the API answers 413 above it, before reading it. The default
+# holds a job file of the most jobs one submit accepts with room to spare.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("ARMADA_MAX_BODY_BYTES", 10 * 1024 * 1024)
 
 # --- REST API -------------------------------------------------------------------------------
 REST_FRAMEWORK = {

@@ -22,6 +22,8 @@ from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpRe
 from rest_framework.request import Request
 from rest_framework.settings import api_settings
 
+from armada.api.bodies import check_path_values
+from armada.core.errors import ValidationFailed
 from armada.models import Queue
 from armada.services.authz import can_on_queue
 from armada.services.events import event_as_dict, events_for_job_set
@@ -69,6 +71,11 @@ def _cursor(request: HttpRequest) -> int | None:
 async def job_set_events(request: HttpRequest, queue: str, job_set: str) -> HttpResponse:
     if request.method != "GET":
         return _error(405, f"method {request.method} not allowed")
+    try:
+        check_path_values({"queue": queue, "jobSetId": job_set})
+    except ValidationFailed as exc:  # the database cannot even look such a name up
+        errors = [{"field": e.field, "message": e.message} for e in exc.errors]
+        return JsonResponse({"message": f"invalid request: {exc}", "errors": errors}, status=400)
     denied = await sync_to_async(_authorize)(request, queue)
     if denied is not None:
         return denied

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from armada.api.bodies import check_body_size, check_path_values, check_storable
+from armada.api.parsers import SafeJSONParser, YAMLParser
 from armada.api.serializers import (
     CancelSerializer,
     JobFileSerializer,
@@ -31,11 +33,97 @@ from armada.services.reprioritize import jobs_reprioritize
 from armada.services.stopping import job_preempt, jobs_cancel
 from armada.services.submit import job_submit
 
+_RESOURCES = {"cpu": "100m", "memory": "64Mi"}
+_EXAMPLES = {
+    "queue": [
+        OpenApiExample(
+            "a queue",
+            value={"name": "team-a", "priorityFactor": 2, "labels": {"team": "a"}},
+            request_only=True,
+        )
+    ],
+    "job-file": [
+        OpenApiExample(
+            "a job file",
+            value={
+                "queue": "demo",
+                "jobSetId": "nightly",
+                "jobs": [
+                    {
+                        "priority": 1,
+                        "podSpec": {
+                            "containers": [
+                                {
+                                    "name": "main",
+                                    "image": "busybox:latest",
+                                    "command": ["sh", "-c", "echo hello"],
+                                    "resources": {"requests": _RESOURCES, "limits": _RESOURCES},
+                                }
+                            ]
+                        },
+                    }
+                ],
+            },
+            request_only=True,
+        )
+    ],
+    "policy": [
+        OpenApiExample(
+            "a retry policy",
+            value={
+                "apiVersion": "armadaproject.io/v1beta1",
+                "kind": "RetryPolicy",
+                "name": "oom-retries",
+                "retryLimit": 3,
+                "defaultAction": "Fail",
+                "rules": [
+                    {
+                        "action": "Retry",
+                        "onCategory": "oom",
+                        "mutate": {"resources": {"memory": {"factor": 1.5}}},
+                    }
+                ],
+            },
+            request_only=True,
+        )
+    ],
+    "reprioritize": [
+        OpenApiExample(
+            "a whole job set",
+            value={"queue": "demo", "jobSetId": "set-1", "priority": 5},
+            request_only=True,
+        )
+    ],
+    "cancel": [
+        OpenApiExample(
+            "a whole job set",
+            value={"queue": "demo", "jobSetId": "set-1", "reason": "not needed"},
+            request_only=True,
+        )
+    ],
+}
+
 _ERRORS = {
     400: OpenApiResponse(description="invalid input; `errors` names each field"),
     403: OpenApiResponse(description="permission denied; the message names the permission"),
     404: OpenApiResponse(description="not found"),
+    413: OpenApiResponse(description="the body is larger than the server accepts"),
 }
+
+
+class ApiView(APIView):
+    # The base of every API view: the checks of ``armada.api.bodies`` run before the view.
+    # Order: the body size (413, before anything is read), then authentication and
+    # permissions, then path parameters and the parsed body (400 naming the field).
+    # (Comments, not a docstring: the schema would show a docstring on every operation.)
+
+    parser_classes = [SafeJSONParser, YAMLParser]
+
+    def initial(self, request: Request, *args, **kwargs) -> None:
+        check_body_size(request)
+        super().initial(request, *args, **kwargs)
+        check_path_values(kwargs)
+        check_storable(request.data)
 
 
 def _reason(data: dict) -> str:
@@ -59,7 +147,7 @@ def _job_set_selection(request: Request) -> tuple[dict, list[str] | None]:
     return data, job_ids
 
 
-class QueueListView(APIView):
+class QueueListView(ApiView):
     @extend_schema(responses={200: QueueSerializer(many=True)}, summary="List queues")
     def get(self, request: Request) -> Response:
         return Response(QueueSerializer(queue_services.queue_list(), many=True).data)
@@ -67,6 +155,7 @@ class QueueListView(APIView):
     @extend_schema(
         request=QueueInputSerializer,
         responses={201: QueueSerializer, 409: OpenApiResponse(description="name taken"), **_ERRORS},
+        examples=_EXAMPLES["queue"],
         summary="Create a queue",
     )
     def post(self, request: Request) -> Response:
@@ -76,7 +165,7 @@ class QueueListView(APIView):
         return Response(QueueSerializer(queue).data, status=status.HTTP_201_CREATED)
 
 
-class QueueDetailView(APIView):
+class QueueDetailView(ApiView):
     @extend_schema(responses={200: QueueSerializer, **_ERRORS}, summary="Get a queue")
     def get(self, request: Request, name: str) -> Response:
         return Response(QueueSerializer(queue_services.queue_get(name=name)).data)
@@ -107,7 +196,7 @@ class QueueDetailView(APIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class QueueCordonView(APIView):
+class QueueCordonView(ApiView):
     cordoned = True
 
     @extend_schema(
@@ -122,10 +211,11 @@ class QueueCordonView(APIView):
         return Response(QueueSerializer(queue).data)
 
 
-class JobSubmitView(APIView):
+class JobSubmitView(ApiView):
     @extend_schema(
         request=JobFileSerializer,
         responses={201: SubmitResultSerializer, **_ERRORS},
+        examples=_EXAMPLES["job-file"],
         summary="Submit a job file (all jobs or none)",
     )
     def post(self, request: Request) -> Response:
@@ -137,14 +227,14 @@ class JobSubmitView(APIView):
         )
 
 
-class JobDetailView(APIView):
+class JobDetailView(ApiView):
     @extend_schema(responses={200: JobSerializer, **_ERRORS}, summary="Get a job with its runs")
     def get(self, request: Request, job_id: str) -> Response:
         job = job_selectors.job_get(actor=request.user, job_id=job_id)
         return Response(JobSerializer(job).data)
 
 
-class RunLogView(APIView):
+class RunLogView(ApiView):
     @extend_schema(responses={200: RunLogSerializer, **_ERRORS}, summary="The log of a run")
     def get(self, request: Request, run_id: str) -> Response:
         run = job_selectors.run_get(actor=request.user, run_id=run_id)
@@ -160,7 +250,7 @@ class RunLogView(APIView):
         )
 
 
-class RetryPolicyListView(APIView):
+class RetryPolicyListView(ApiView):
     @extend_schema(responses={200: RetryPolicySerializer(many=True)}, summary="List retry policies")
     def get(self, request: Request) -> Response:
         return Response(
@@ -174,6 +264,7 @@ class RetryPolicyListView(APIView):
             409: OpenApiResponse(description="name taken"),
             **_ERRORS,
         },
+        examples=_EXAMPLES["policy"],
         summary="Create a retry policy (YAML or JSON body)",
     )
     def post(self, request: Request) -> Response:
@@ -183,7 +274,7 @@ class RetryPolicyListView(APIView):
         return Response(policy_services.policy_as_document(row), status=status.HTTP_201_CREATED)
 
 
-class RetryPolicyDetailView(APIView):
+class RetryPolicyDetailView(ApiView):
     @extend_schema(responses={200: RetryPolicySerializer, **_ERRORS}, summary="Get a retry policy")
     def get(self, request: Request, name: str) -> Response:
         return Response(policy_services.policy_as_document(policy_services.policy_get(name=name)))
@@ -212,7 +303,7 @@ class RetryPolicyDetailView(APIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class JobPreemptView(APIView):
+class JobPreemptView(ApiView):
     @extend_schema(
         request=PreemptSerializer,
         responses={
@@ -228,10 +319,11 @@ class JobPreemptView(APIView):
         return Response({"jobId": job_id, "runIds": runs}, status=status.HTTP_202_ACCEPTED)
 
 
-class JobReprioritizeView(APIView):
+class JobReprioritizeView(ApiView):
     @extend_schema(
         request=ReprioritizeSerializer,
         responses={200: ReprioritizeResultSerializer, **_ERRORS},
+        examples=_EXAMPLES["reprioritize"],
         summary="Change the priority of jobs of a job set (all of them when jobIds is left out)",
     )
     def post(self, request: Request) -> Response:
@@ -247,10 +339,11 @@ class JobReprioritizeView(APIView):
         return Response({"jobIds": changed})
 
 
-class JobCancelView(APIView):
+class JobCancelView(ApiView):
     @extend_schema(
         request=CancelSerializer,
         responses={200: ReprioritizeResultSerializer, **_ERRORS},
+        examples=_EXAMPLES["cancel"],
         summary="Cancel jobs of a job set (all its unfinished jobs when jobIds is left out)",
     )
     def post(self, request: Request) -> Response:

@@ -7,6 +7,8 @@ import re
 
 _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+# Longer than anything is ever meant to wait; the bound keeps ``now + duration`` a datetime.
+MAX_SECONDS = 100 * 365 * 86400.0
 
 
 def parse_duration(text: str | int | float) -> float:
@@ -18,6 +20,8 @@ def parse_duration(text: str | int | float) -> float:
             raise ValueError(f"{text!r} is not a duration")
         if text < 0:
             raise ValueError("a duration cannot be negative")
+        if text > MAX_SECONDS:
+            raise ValueError("a duration must be at most 100 years")
         return float(text)
     s = str(text).strip()
     if s == "0":
@@ -31,6 +35,8 @@ def parse_duration(text: str | int | float) -> float:
         pos = m.end()
     if pos != len(s) or not s:
         raise ValueError(f"{text!r} is not a duration; write it like '500ms', '30s', '5m' or '1h'")
+    if total > MAX_SECONDS:  # also infinity, which a long enough number of digits gives
+        raise ValueError("a duration must be at most 100 years")
     return total
 
 

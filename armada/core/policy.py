@@ -164,7 +164,13 @@ def _factor(value: Any, where: str, errors: list[FieldError]) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         errors.append(FieldError(where, "must be a number greater than 1.0, such as 1.5"))
         return None
-    factor = float(value)
+    try:
+        factor = float(value)
+    except OverflowError:  # an integer beyond any float
+        errors.append(
+            FieldError(where, "must be a finite number greater than 1.0; it is too large")
+        )
+        return None
     if not math.isfinite(factor) or factor <= 1.0:
         errors.append(FieldError(where, f"must be a finite number greater than 1.0, got {value}"))
         return None
@@ -285,7 +291,7 @@ def parse_policy(data: Any) -> RetryPolicy:
     name = data.get("name")
     if name is None:
         errors.append(FieldError("name", "is required"))
-    elif not isinstance(name, str) or len(name) > MAX_NAME_LENGTH or not _NAME.match(name):
+    elif not isinstance(name, str) or len(name) > MAX_NAME_LENGTH or not _NAME.fullmatch(name):
         errors.append(
             FieldError(
                 "name",

@@ -44,6 +44,12 @@ STANDARD_RESOURCES = (CPU, MEMORY, GPU, EPHEMERAL_STORAGE)
 MAX_MILLI = 2**63 - 1
 
 
+def _shown(value: object) -> str:
+    """``value`` as the messages quote it: a huge input is cut short, not echoed whole."""
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:30]}...({len(text)} characters)"
+
+
 def parse_quantity(value: str | int | float) -> int:
     """Milli-units in ``value``. Raises ValueError naming the problem on bad input."""
     if isinstance(value, bool):
@@ -61,7 +67,7 @@ def parse_quantity(value: str | int | float) -> int:
     m = _QUANTITY.match(text)
     if not m:
         raise ValueError(
-            f"{value!r} is not a quantity; write it like '1', '500m', '512Mi' or '4Gi'"
+            f"{_shown(value)} is not a quantity; write it like '1', '500m', '512Mi' or '4Gi'"
         )
     number, exponent, suffix = m.group(1), m.group(2), m.group(3) or ""
     try:
@@ -70,10 +76,10 @@ def parse_quantity(value: str | int | float) -> int:
             amount = amount * (Decimal(10) ** int(exponent[1:]))
         amount = amount * _SUFFIX[suffix]
     except (InvalidOperation, Overflow, OverflowError) as exc:
-        raise ValueError(f"{value!r} is not a quantity") from exc
+        raise ValueError(f"{_shown(value)} is not a quantity") from exc
     milli = (amount * 1000).to_integral_value(rounding=ROUND_CEILING)
     if milli > MAX_MILLI:
-        raise ValueError(f"{value!r} is too large")
+        raise ValueError(f"{_shown(value)} is too large")
     return int(milli)
 
 

@@ -40,7 +40,7 @@ class QueueSpec:
 def validate_name(name: Any, where: str = "name") -> list[FieldError]:
     if not isinstance(name, str) or not name:
         return [FieldError(where, "is required")]
-    if len(name) > 63 or not RFC1123_LABEL.match(name):
+    if len(name) > 63 or not RFC1123_LABEL.fullmatch(name):
         return [
             FieldError(
                 where,
@@ -48,6 +48,13 @@ def validate_name(name: Any, where: str = "name") -> list[FieldError]:
             )
         ]
     return []
+
+
+def _finite(value: int | float) -> bool:
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int beyond any float
+        return False
 
 
 def _names(value: Any, where: str, errors: list[FieldError]) -> list[str]:
@@ -74,12 +81,7 @@ def parse_queue(data: Any, *, partial: bool = False) -> dict[str, Any]:
         out["name"] = data.get("name")
     if "priorityFactor" in data:
         pf = data["priorityFactor"]
-        if (
-            isinstance(pf, bool)
-            or not isinstance(pf, int | float)
-            or not math.isfinite(pf)
-            or pf < 1.0
-        ):
+        if isinstance(pf, bool) or not isinstance(pf, int | float) or not _finite(pf) or pf < 1.0:
             errors.append(FieldError("priorityFactor", "must be a number of at least 1.0"))
         else:
             out["priority_factor"] = float(pf)

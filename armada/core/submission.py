@@ -14,7 +14,7 @@ from typing import Any
 
 from armada.core.errors import FieldError, ValidationFailed
 from armada.core.fakepod import parse_fake_outcome
-from armada.core.quantity import CPU, MEMORY, Resources, parse_quantity
+from armada.core.quantity import CPU, MAX_MILLI, MEMORY, Resources, parse_quantity
 
 RFC1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 ANNOTATION_PREFIX = "armadaproject.io/"
@@ -27,6 +27,9 @@ FILE_KEYS = {"queue", "jobSetId", "jobs"}
 JOB_KEYS = {"priority", "namespace", "annotations", "labels", "podSpec"}
 MAX_JOB_SET_LENGTH = 1024
 MAX_PRIORITY = 2**32 - 1
+# A gang this large could never be scheduled; the bound also keeps it inside a 32-bit column.
+MAX_GANG_CARDINALITY = 2**31 - 1
+MAX_GANG_ANNOTATION_LENGTH = 255
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,7 @@ def _container_requests(container: Any, where: str, errors: list[FieldError]) ->
         )
         return Resources()
     parsed: dict[str, Resources] = {}
+    unreadable: set[str] = set()  # requests already reported as not a quantity
     for kind in ("requests", "limits"):
         values = resources.get(kind)
         if not isinstance(values, Mapping) or not values:
@@ -96,6 +100,8 @@ def _container_requests(container: Any, where: str, errors: list[FieldError]) ->
                 amount = parse_quantity(quantity)
             except ValueError as exc:
                 errors.append(FieldError(f"{where}.resources.{kind}.{name}", str(exc)))
+                if kind == "requests":
+                    unreadable.add(str(name))
                 continue
             if amount < 0:
                 errors.append(
@@ -110,7 +116,7 @@ def _container_requests(container: Any, where: str, errors: list[FieldError]) ->
     if requests != limits:
         errors.append(FieldError(f"{where}.resources", "requests and limits must be equal"))
     for name in (CPU, MEMORY):
-        if requests[name] <= 0:
+        if requests[name] <= 0 and name not in unreadable:
             errors.append(
                 FieldError(
                     f"{where}.resources.requests.{name}",
@@ -134,7 +140,7 @@ def _pod_requests(pod_spec: Mapping[str, Any], where: str, errors: list[FieldErr
             errors.append(FieldError(cw, "must be a mapping"))
             continue
         name = c.get("name")
-        if not isinstance(name, str) or not RFC1123_LABEL.match(name) or len(name) > 63:
+        if not isinstance(name, str) or not RFC1123_LABEL.fullmatch(name) or len(name) > 63:
             errors.append(
                 FieldError(f"{cw}.name", "is required and must be a lower-case RFC 1123 label")
             )
@@ -156,6 +162,14 @@ def _pod_requests(pod_spec: Mapping[str, Any], where: str, errors: list[FieldErr
             errors.append(FieldError(cw, "must be a mapping"))
             continue
         total = total.maximum(_container_requests(c, cw, errors))
+    for name, amount in total.items():
+        if amount > MAX_MILLI:
+            errors.append(
+                FieldError(
+                    f"{where}.containers",
+                    f"the containers together ask for more {name} than any quantity can hold",
+                )
+            )
     return total
 
 
@@ -187,7 +201,11 @@ def _parse_job(
         )
         priority = 0
     namespace = job.get("namespace", "default")
-    if not isinstance(namespace, str) or not RFC1123_LABEL.match(namespace) or len(namespace) > 63:
+    if (
+        not isinstance(namespace, str)
+        or not RFC1123_LABEL.fullmatch(namespace)
+        or len(namespace) > 63
+    ):
         errors.append(FieldError(f"{where}.namespace", "must be a lower-case RFC 1123 label"))
     annotations = _str_map(job.get("annotations"), f"{where}.annotations", errors)
     labels = _str_map(job.get("labels"), f"{where}.labels", errors)
@@ -215,17 +233,26 @@ def _parse_job(
     if fail_fast not in ("true", "false"):
         errors.append(FieldError(f"{where}.annotations[{FAIL_FAST}]", 'must be "true" or "false"'))
     gang_id = annotations.get(GANG_ID, "")
+    for key in (GANG_ID, GANG_UNIFORMITY_LABEL):
+        if len(annotations.get(key, "")) > MAX_GANG_ANNOTATION_LENGTH:
+            errors.append(
+                FieldError(
+                    f"{where}.annotations[{key}]",
+                    f"must be at most {MAX_GANG_ANNOTATION_LENGTH} characters",
+                )
+            )
     cardinality = 1
     if GANG_CARDINALITY in annotations:
-        try:
-            cardinality = int(annotations[GANG_CARDINALITY])
-            if cardinality < 1:
-                raise ValueError
-        except ValueError:
+        written = annotations[GANG_CARDINALITY].strip()
+        # Plain digits only: int() would also take "+3", "3_000" and other scripts' digits.
+        digits = written.isascii() and written.isdigit() and len(written) <= 10
+        if digits and 1 <= int(written) <= MAX_GANG_CARDINALITY:
+            cardinality = int(written)
+        else:
             errors.append(
                 FieldError(
                     f"{where}.annotations[{GANG_CARDINALITY}]",
-                    "must be a whole number of at least 1",
+                    f"must be a whole number of at least 1 and at most {MAX_GANG_CARDINALITY}",
                 )
             )
         if not gang_id:

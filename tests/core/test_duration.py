@@ -111,3 +111,18 @@ def test_format_duration(seconds, text):
 )
 def test_format_duration_round_trips(seconds):
     assert parse_duration(format_duration(seconds)) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["876001h", "9" * 400 + "s", 10**400, 3.2e9],
+    ids=["876001h", "400-digit-seconds", "int-beyond-any-float", "float-3.2e9"],
+)
+def test_parse_duration_rejects_beyond_100_years(value):
+    with pytest.raises(ValueError) as info:
+        parse_duration(value)
+    assert "at most 100 years" in str(info.value)
+
+
+def test_parse_duration_accepts_100_years():
+    assert parse_duration("876000h") == 100 * 365 * 86400.0

@@ -132,6 +132,7 @@ ERROR_CASES = [
     ("unknown-fields-sorted", {"name": "q", "b": 1, "a": 2}, ["a", "b"], "unknown field"),
     ("unknown-keys-of-mixed-types", {"name": "q", 1: 1, "a": 2}, ["1", "a"], "unknown field"),
     ("bad-name", {"name": "Q"}, ["name"], "RFC 1123"),
+    ("name-with-trailing-newline", {"name": "q\n"}, ["name"], "RFC 1123"),
     (
         "priority-factor-below-one",
         {"name": "q", "priorityFactor": 0.5},
@@ -165,6 +166,12 @@ ERROR_CASES = [
     (
         "priority-factor-nan",
         {"name": "q", "priorityFactor": math.nan},
+        ["priorityFactor"],
+        "must be a number",
+    ),
+    (
+        "priority-factor-beyond-any-float",
+        {"name": "q", "priorityFactor": 10**400},
         ["priorityFactor"],
         "must be a number",
     ),

@@ -586,6 +586,79 @@ FIELD_CASES = [
         "whole number",
     ),
     (
+        "gang-cardinality-beyond-32-bits",
+        job_file(annotated({GANG_ID: "g", GANG_CARDINALITY: "2147483648"})),
+        [f"jobs[0].annotations[{GANG_CARDINALITY}]"],
+        "whole number of at least 1 and at most 2147483647",
+    ),
+    (
+        "gang-cardinality-sign",
+        job_file(annotated({GANG_ID: "g", GANG_CARDINALITY: "+3"})),
+        [f"jobs[0].annotations[{GANG_CARDINALITY}]"],
+        "whole number",
+    ),
+    (
+        "gang-cardinality-underscore",
+        job_file(annotated({GANG_ID: "g", GANG_CARDINALITY: "3_000"})),
+        [f"jobs[0].annotations[{GANG_CARDINALITY}]"],
+        "whole number",
+    ),
+    (
+        "gang-cardinality-other-digits",
+        job_file(annotated({GANG_ID: "g", GANG_CARDINALITY: "\u0663"})),
+        [f"jobs[0].annotations[{GANG_CARDINALITY}]"],
+        "whole number",
+    ),
+    (
+        "gang-id-too-long",
+        job_file(annotated({GANG_ID: "g" * 256, GANG_CARDINALITY: "2"})),
+        [f"jobs[0].annotations[{GANG_ID}]"],
+        "at most 255 characters",
+    ),
+    (
+        "gang-uniformity-label-too-long",
+        job_file(
+            annotated({GANG_ID: "g", GANG_CARDINALITY: "2", GANG_UNIFORMITY_LABEL: "z" * 256})
+        ),
+        [f"jobs[0].annotations[{GANG_UNIFORMITY_LABEL}]"],
+        "at most 255 characters",
+    ),
+    (
+        "namespace-trailing-newline",
+        job_file(job(namespace="team\n")),
+        ["jobs[0].namespace"],
+        "RFC 1123",
+    ),
+    (
+        "container-name-trailing-newline",
+        job_file(job(container(name="main\n"))),
+        [f"{C0}.name"],
+        "RFC 1123",
+    ),
+    (
+        "bad-quantity-reported-once",
+        job_file(job(container(memory="lots"))),
+        [f"{C0}.resources.requests.memory", f"{C0}.resources.limits.memory"],
+        "'lots' is not a quantity",
+    ),
+    (
+        "containers-together-beyond-any-quantity",
+        job_file(
+            job(
+                container("a", memory=str(2**62 // 1000 + 1)),
+                container("b", memory=str(2**62 // 1000 + 1)),
+            )
+        ),
+        ["jobs[0].podSpec.containers"],
+        "the containers together ask for more memory than any quantity can hold",
+    ),
+    (
+        "fake-duration-beyond-100-years",
+        job_file(annotated({"fake.armadaproject.io/duration": "9" * 400 + "s"})),
+        ["jobs[0].annotations[fake.armadaproject.io/duration]"],
+        "at most 100 years",
+    ),
+    (
         "fake-unknown-annotation",
         job_file(annotated({"fake.armadaproject.io/exitcode": "1"})),
         ["jobs[0].annotations[fake.armadaproject.io/exitcode]"],
