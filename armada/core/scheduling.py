@@ -1,9 +1,25 @@
 """One scheduling round over an in-memory snapshot: which queued jobs go on which nodes.
 
 ``schedule_round`` is a pure function: a snapshot of one pool (nodes with what is already
-allocated on them, active queues with what they use, queued jobs) goes in, a
-:class:`RoundResult` (leases and, for jobs not placed, why) comes out. The service around it
-loads the snapshot and writes the result; nothing here touches a database or a clock.
+allocated on them, active queues with what they use, queued and running jobs) goes in, a
+:class:`RoundResult` (leases, evictions and, for jobs not placed, why) comes out. The
+service around it loads the snapshot and writes the result; nothing here touches a database
+or a clock. The nodes' ``allocated`` is updated with what the round placed and evicted.
+
+Input: queued jobs come in one of two forms. ``jobs``: any iterable, in any order; the round
+groups them by queue, sorts each queue, and finds gang members among them; every job of a
+cordoned queue gets "queue is cordoned". ``queued``: per queue name, an iterable already in
+the queue's order (:meth:`QueuedJob.order_key`), pulled lazily: the round takes a queue's
+next job only when that queue's turn comes (holding one job ahead per queue), so a queue of a
+million jobs costs what is pulled. With it, ``gangs`` maps (queue, gang id) to every queued
+member of the gang (see ``queued``). A cordoned queue's iterable is not touched at all. The
+two forms decide alike; giving both is an error.
+
+Limit: the round stops taking jobs once ``max_leases`` leases are made. Jobs it never reached
+get no reason; ``RoundResult.limit_reached`` says some were left. A gang refused because it
+would not fit under the limit as a whole gets "the round's job limit was reached". ``considered``
+counts the distinct queued jobs the round examined (in the ``jobs`` form, with the jobs of
+cordoned queues).
 
 Order: the queue with the lowest weighted dominant-resource cost goes next (ties by name);
 within a queue, jobs go by priority-class urgency (higher first), then priority (lower
@@ -37,19 +53,29 @@ below ``protected_fraction`` of its share and never evicting from a queue alread
 below its share; a job is only evicted when the waiting job is then placed on that node.
 A gang refused for want of room is retried the same way, as a whole.
 
-Modules: ``snapshot`` (the objects and reasons), ``gangs`` and ``preemption`` (parts of the
-round's state), ``synthetic`` (a busy pool for timing a round).
+Speed: the rules above are applied without scanning every node for every job. Each job
+shape keeps a cursor over the nodes (free space only grows where something is evicted); the
+node needing the fewest evictions comes from a heap per shape and rule, kept current
+lazily; a node's candidates for eviction are kept in order with running totals, so that
+counting them is a bisection. See ``nodeindex`` and ``victims``. A round so costs about
+(nodes x shapes + jobs pulled + evictions), not nodes x jobs.
+
+Modules: ``snapshot`` (the objects and reasons), ``queued`` (the queued jobs, per queue),
+``nodeindex`` (the nodes, first fit and fewest-evictions searches), ``victims`` (running
+jobs that may be evicted), ``gangs`` and ``preemption`` (parts of the round's state),
+``synthetic`` (a busy pool for timing a round).
 """
 
 from __future__ import annotations
 
-import heapq
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from heapq import heappop, heappush
 
-from armada.core.fairshare import dominant_share, weighted_cost
+from armada.core.fairshare import weighted_cost
 from armada.core.gangs import GangMixin
-from armada.core.preemption import PreemptionMixin
-from armada.core.quantity import Resources
+from armada.core.nodeindex import NodeIndex, NodeView
+from armada.core.preemption import Allocation, PreemptionMixin
+from armada.core.queued import GangKey, from_jobs, from_queued
 from armada.core.snapshot import (
     REASON_CORDONED,
     REASON_NO_MATCH,
@@ -64,11 +90,7 @@ from armada.core.snapshot import (
     RunningJob,
     Taint,
     Toleration,
-    _add_into,
-    _first_fit,
-    _NodeView,
     _shape,
-    _ShapeScan,
     node_matches,
     reason_fair_share_preempted,
     reason_gang_incomplete,
@@ -80,6 +102,7 @@ from armada.core.snapshot import (
     static_fit,
 )
 from armada.core.synthetic import synthetic_snapshot
+from armada.core.victims import Victims
 
 # The round and the objects it works on, importable from here.
 __all__ = [
@@ -111,14 +134,15 @@ __all__ = [
 
 
 class _Round(GangMixin, PreemptionMixin):
-    """The mutable state of one round: free space per node, what each queue uses, what has
-    been leased and evicted so far."""
+    """The mutable state of one round: the nodes and their free space (``index``), the
+    running jobs and what has been evicted (``victims``), what each queue uses, and what
+    has been leased so far."""
 
     def __init__(
         self,
-        nodes: Sequence[NodeState],
+        nodes: Iterable[NodeState],
         queue_state: Mapping[str, QueueState],
-        capacity: Resources,
+        capacity: Mapping[str, int],
         running: Sequence[RunningJob],
         result: RoundResult,
         max_leases: int,
@@ -127,41 +151,28 @@ class _Round(GangMixin, PreemptionMixin):
         self.capacity = capacity
         self.queue_state = queue_state
         self.max_leases = max_leases
-        # Fullest nodes first (by dominant share of the node already allocated), so that jobs
-        # pack onto busy nodes and leave whole nodes free for big jobs.
-        self.views = sorted(
-            (_NodeView(n) for n in nodes),
-            key=lambda v: (-dominant_share(v.node.allocated, v.node.allocatable), v.node.id),
-        )
-        self.view_index = {v.node.id: i for i, v in enumerate(self.views)}
-        self.scans: dict[tuple, _ShapeScan] = {}
-        self.allocated: dict[str, Resources] = {q.name: q.allocated for q in queue_state.values()}
-        # Running jobs per node, in urgency-preemption order: lowest urgency first, then the
-        # most recently started (greatest id) first.
-        by_node: dict[str, list[RunningJob]] = {}
-        self.running_gangs: dict[tuple[str, str], list[RunningJob]] = {}
-        for r in sorted(running, key=lambda r: r.id, reverse=True):
-            by_node.setdefault(r.node_id, []).append(r)
-            if r.gang_id:
-                self.running_gangs.setdefault((r.queue, r.gang_id), []).append(r)
-        for rs in by_node.values():
-            rs.sort(key=lambda r: r.urgency)
-        self.running_by_node = by_node
-        self.min_preemptible_urgency = min(
-            (r.urgency for r in running if r.preemptible), default=None
-        )
-        self.evicted: set[str] = set()
-        self.urgency_failures: set[tuple] = set()
-        self.fair_victims: dict[str, list[RunningJob]] = {}
+        self.index = NodeIndex(nodes)
+        self.victims = Victims(running)
+        self.allocated: dict[str, Allocation] = {
+            q.name: q.allocated.to_dict() for q in queue_state.values()
+        }
         self.costs: dict[str, float] = {}
+        self.changes = 0
+        self.share: Mapping[str, float] = {}
+        self.protected_fraction = 0.0
+        self._fair_bound: dict[str, Allocation] | None = None
 
     # --- leasing and evicting ------------------------------------------------------------
 
-    def place(self, job: QueuedJob, view: _NodeView) -> None:
+    def place(self, job: QueuedJob, view: NodeView) -> None:
         node = view.node
-        view.take(job.requests)
-        self.allocated[job.queue] = self.allocated[job.queue] + job.requests
+        requests = job.requests.to_dict()
+        self.index.take(view, requests)
+        self.allocated[job.queue] = use = dict(self.allocated[job.queue])
+        for r, v in requests.items():
+            use[r] = use.get(r, 0) + v
         self.costs.pop(job.queue, None)
+        self.changes += 1
         self.result.unschedulable.pop(job.id, None)
         self.result.leases.append(
             Lease(
@@ -173,161 +184,129 @@ class _Round(GangMixin, PreemptionMixin):
             )
         )
 
-    def eviction_group(self, r: RunningJob) -> list[RunningJob]:
-        """Evicting one member of a running gang evicts the whole gang."""
-        if r.gang_id:
-            return [m for m in self.running_gangs[(r.queue, r.gang_id)] if m.id not in self.evicted]
-        return [r]
-
     def evict(self, group: Iterable[RunningJob], reason: str) -> None:
-        touched: set[str] = set()
+        victims, index = self.victims, self.index
+        evicted, preempted = victims.evicted, self.result.preempted
+        remove = victims.remove
+        self.changes += 1
+        # What the jobs held, per queue and per node (usually one of each).
+        by_queue: dict[str, Allocation] = {}
+        by_node: dict[str, Allocation] = {}
         for r in group:
-            touched.add(r.node_id)
-            self.evicted.add(r.id)
-            self.result.preempted[r.id] = reason
-            if r.queue in self.allocated:
-                self.allocated[r.queue] = self.allocated[r.queue] - r.requests
-                self.costs.pop(r.queue, None)
-            i = self.view_index.get(r.node_id)
-            if i is None:
-                continue
-            view = self.views[i]
-            view.node.allocated = view.node.allocated - r.requests
-            _add_into(view.free, r.requests)
-            # Free space grew on this node: shape scans that went past it must look again.
-            for scan in self.scans.values():
-                if scan.cursor > i:
-                    scan.cursor = i
-        # Drop the evicted from the per-node candidate lists, so later searches skip them.
-        evicted = self.evicted
-        for node_id in touched:
-            for lists in (self.running_by_node, self.fair_victims):
-                if node_id in lists:
-                    lists[node_id] = [r for r in lists[node_id] if r.id not in evicted]
-        self.urgency_failures.clear()
+            evicted.add(r.id)
+            remove(r)
+            preempted[r.id] = reason
+            for key, into in ((r.queue, by_queue), (r.node_id, by_node)):
+                amounts = into.get(key)
+                if amounts is None:
+                    into[key] = r.requests.to_dict()
+                else:
+                    for k, v in r.requests.to_dict().items():
+                        amounts[k] = amounts.get(k, 0) + v
+        allocated, costs = self.allocated, self.costs
+        for queue, amounts in by_queue.items():
+            use = allocated.get(queue)
+            if use is not None:
+                allocated[queue] = use = dict(use)
+                for k, v in amounts.items():
+                    use[k] = use.get(k, 0) - v
+                costs.pop(queue, None)
+        for node_id, amounts in by_node.items():
+            view = index.by_id.get(node_id)
+            if view is not None:
+                index.give(view, amounts)
 
-    def plan(
-        self,
-        job: QueuedJob,
-        view: _NodeView,
-        candidates: Iterable[RunningJob],
-        accept: Callable[[list[RunningJob]], bool],
-        limit: int | None = None,
-        free: Mapping[str, int] | None = None,
-        excluded: Iterable[str] = (),
-    ) -> list[RunningJob] | None:
-        """The running jobs to evict (whole gangs at a time, in ``candidates`` order, each
-        group only if ``accept`` allows it) so that ``job`` fits on ``view``; None if none,
-        or if it would take more than ``limit`` evictions. ``free`` and ``excluded`` (jobs
-        already chosen for eviction) let a gang plan on a scratch copy."""
-        if free is None:
-            free = view.free
-        missing = {r: v - free.get(r, 0) for r, v in job.requests.items() if v > free.get(r, 0)}
-        if not missing:
-            return []
-        node_id = view.node.id
-        chosen: list[RunningJob] = []
-        seen: set[str] = set(excluded)
-        evicted = self.evicted
-        for r in candidates:
-            if r.id in seen or r.id in evicted:
-                continue
-            group = self.eviction_group(r)
-            if not accept(group):
-                continue
-            if limit is not None and len(chosen) + len(group) > limit:
-                return None
-            for m in group:
-                seen.add(m.id)
-                chosen.append(m)
-                if m.node_id == node_id:
-                    for k, v in m.requests.items():
-                        if k in missing:
-                            missing[k] -= v
-            if all(v <= 0 for v in missing.values()):
-                return chosen
-        return None
+    def evict_each(self, evictions: Sequence[tuple[RunningJob, str]]) -> None:
+        """Evict each job with its reason (jobs in a row with one reason together)."""
+        k = 0
+        while k < len(evictions):
+            reason = evictions[k][1]
+            end = k + 1
+            while end < len(evictions) and evictions[end][1] == reason:
+                end += 1
+            self.evict([r for r, _ in evictions[k:end]], reason)
+            k = end
 
-    def candidate_views(self, job: QueuedJob) -> Iterable[_NodeView]:
-        for view in self.views:
-            node = view.node
-            if node_matches(job, node) and job.requests.fits_in(node.allocatable):
-                yield view
+    def schedule_job(self, job: QueuedJob) -> bool:
+        """Place one job (evicting less urgent jobs if it must); False when it found no room
+        (it then has its reason)."""
+        index = self.index
+        scan = index.scan(job, _shape(job))
+        view = index.first_fit(scan)
+        if view is not None:
+            self.place(job, view)
+            return True
+        reason = scan.reason()
+        if reason == REASON_NO_RESOURCES and self.try_urgency(job, scan):
+            return True
+        self.result.unschedulable[job.id] = reason
+        return False
 
 
 def schedule_round(
     *,
     nodes: Sequence[NodeState],
     queues: Sequence[QueueState],
-    jobs: Iterable[QueuedJob],
+    jobs: Iterable[QueuedJob] = (),
+    queued: Mapping[str, Iterable[QueuedJob]] | None = None,
+    gangs: Mapping[GangKey, Sequence[QueuedJob]] | None = None,
     max_leases: int,
     indexed_node_labels: frozenset[str] = frozenset(),
     running: Sequence[RunningJob] = (),
     fair_share_preemption: bool = True,
     protected_fraction: float = 0.5,
 ) -> RoundResult:
-    """Place as many queued jobs as fit, fairly between queues. See the module docstring."""
+    """Place as many queued jobs as fit, fairly between queues. See the module docstring.
+
+    Queued jobs come either as ``jobs`` (any order) or as ``queued`` (per queue, in order,
+    pulled lazily) with ``gangs``; giving both raises ValueError."""
     result = RoundResult()
-    capacity = Resources()
+    queue_state = {q.name: q for q in queues}
+    if queued is None:
+        pending = from_jobs(jobs, queue_state, result)
+    else:
+        if next(iter(jobs), None) is not None:
+            raise ValueError("give queued jobs either as jobs or as queued, not both")
+        pending = from_queued(queued, gangs, queue_state, result)
+    total: dict[str, int] = {}
     for node in nodes:
         if not node.unschedulable:
-            capacity = capacity + node.allocatable
-    by_queue: dict[str, list[QueuedJob]] = {}
-    for job in jobs:
-        by_queue.setdefault(job.queue, []).append(job)
-    queue_state = {q.name: q for q in queues}
+            for r, v in node.allocatable.to_dict().items():
+                total[r] = total.get(r, 0) + v
+    capacity = total  # of the schedulable nodes
     state = _Round(nodes, queue_state, capacity, running, result, max_leases)
     allocated = state.allocated
     heap: list[tuple[float, str]] = []
-    pending: dict[str, list[QueuedJob]] = {}
-    gangs: dict[str, dict[str, list[QueuedJob]]] = {}
-    active: set[str] = {r.queue for r in running if r.queue in queue_state}
-    for name, queue_jobs in by_queue.items():
-        q = queue_state.get(name)
-        if q is None:
-            continue
-        queue_jobs.sort(key=QueuedJob.order_key)
-        if q.cordoned:
-            for job in queue_jobs:
-                result.unschedulable[job.id] = REASON_CORDONED
-            continue
-        active.add(name)
-        for job in queue_jobs:
-            if job.gang_id:
-                gangs.setdefault(name, {}).setdefault(job.gang_id, []).append(job)
-        pending[name] = list(reversed(queue_jobs))  # pop() from the end takes the first job
-        heapq.heappush(heap, (weighted_cost(allocated[name], capacity, q.priority_factor), name))
+    with_jobs: list[str] = []
+    for name in pending.sources:
+        if pending.pull(name):
+            with_jobs.append(name)
+            cost = weighted_cost(allocated[name], capacity, queue_state[name].priority_factor)
+            heappush(heap, (cost, name))
 
     waiting: dict[str, list[list[QueuedJob]]] = {}
-    scans = state.scans
-    views = state.views
     while heap:
         if len(result.leases) >= max_leases:
-            for rest in pending.values():
-                for job in rest:
-                    result.unschedulable.setdefault(job.id, REASON_ROUND_LIMIT)
+            result.limit_reached = True
             break
-        _, name = heapq.heappop(heap)
-        job = pending[name].pop()
-        if job.gang_id:
-            gang_id = job.gang_id
-            pending[name] = [j for j in pending[name] if j.gang_id != gang_id]
-            members = gangs[name][gang_id]
-            if state.place_gang(members, indexed_node_labels):
-                waiting.setdefault(name, []).append(members)
-        else:
-            scan = scans.setdefault(_shape(job), _ShapeScan())
-            view, reason = _first_fit(job, views, scan)
-            if view is not None:
-                state.place(job, view)
-            elif reason != REASON_NO_RESOURCES or not state.try_urgency(job):
-                result.unschedulable[job.id] = reason
-                if reason == REASON_NO_RESOURCES:
-                    waiting.setdefault(name, []).append([job])
-        if pending[name]:
+        _, name = heappop(heap)
+        unit = pending.take(name)
+        if unit[0].gang_id:
+            if state.place_gang(unit, indexed_node_labels):
+                waiting.setdefault(name, []).append(unit)
+        elif (
+            not state.schedule_job(unit[0])
+            and result.unschedulable[unit[0].id] == REASON_NO_RESOURCES
+        ):
+            waiting.setdefault(name, []).append(unit)
+        if pending.pull(name):
             cost = weighted_cost(allocated[name], capacity, queue_state[name].priority_factor)
-            heapq.heappush(heap, (cost, name))
+            heappush(heap, (cost, name))
 
     if fair_share_preemption and waiting and running:
+        active = set(with_jobs)
+        active.update(q for q in {r.queue for r in running} if q in queue_state)
         state.fair_share_pass(waiting, active, protected_fraction)
+    state.index.write_back()
+    result.considered = pending.considered
     return result

@@ -1,9 +1,9 @@
-"""What a scheduling round works on: nodes, queues, queued and running jobs, the result,
-the reasons a job is not placed, and each node's free space as the round sees it."""
+"""What a scheduling round works on: nodes, queues, queued and running jobs, the result and
+the reasons a job is not placed."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from armada.core.quantity import Resources
@@ -94,7 +94,7 @@ class QueueState:
     allocated: Resources = field(default_factory=Resources)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class QueuedJob:
     id: str
     queue: str
@@ -137,9 +137,18 @@ class RunningJob:
 
 @dataclass
 class RoundResult:
+    """What a round decided.
+
+    ``unschedulable`` holds a reason for every queued job the round examined and did not
+    lease; jobs it never reached because ``max_leases`` was reached are not in it:
+    ``limit_reached`` says that some were left. ``considered`` counts the distinct queued
+    jobs the round examined (gang members included)."""
+
     leases: list[Lease] = field(default_factory=list)
     unschedulable: dict[str, str] = field(default_factory=dict)
     preempted: dict[str, str] = field(default_factory=dict)
+    limit_reached: bool = False
+    considered: int = 0
 
 
 def node_matches(job: QueuedJob, node: NodeState) -> bool:
@@ -157,78 +166,17 @@ def node_matches(job: QueuedJob, node: NodeState) -> bool:
     return True
 
 
-class _NodeView:
-    """A node's free resources as a plain dict, kept current during the round (hot loop)."""
-
-    __slots__ = ("node", "free")
-
-    def __init__(self, node: NodeState) -> None:
-        self.node = node
-        self.free = dict(node.free)
-
-    def take(self, requests: Resources) -> None:
-        self.node.allocated = self.node.allocated + requests
-        for r, v in requests.items():
-            self.free[r] = self.free.get(r, 0) - v
-
-
 def _shape(job: QueuedJob) -> tuple:
     """Jobs of one shape can use the same nodes."""
     return (
-        tuple(sorted(job.requests.items())),
-        tuple(sorted(job.node_selector.items())),
+        tuple(sorted(job.requests.to_dict().items())),
+        tuple(sorted(job.node_selector.items())) if job.node_selector else (),
         tuple(job.tolerations),
         job.avoid_nodes,
     )
 
 
-@dataclass
-class _ShapeScan:
-    """How far the search for one job shape has got in this round.
-
-    Within a round free space only shrinks, so a node that cannot take a shape now never
-    can later in the round: the next job of the same shape resumes at ``cursor`` instead of
-    starting over. That makes a round cost about (nodes x shapes + jobs), not nodes x jobs.
-    """
-
-    cursor: int = 0
-    matched: bool = False
-    big_enough: bool = False
-
-
-def _first_fit(
-    job: QueuedJob, views: Sequence[_NodeView], scan: _ShapeScan
-) -> tuple[_NodeView | None, str]:
-    wanted = list(job.requests.items())
-    while scan.cursor < len(views):
-        view = views[scan.cursor]
-        node = view.node
-        if node_matches(job, node):
-            scan.matched = True
-            allocatable = node.allocatable
-            if all(v <= allocatable[r] for r, v in wanted):
-                scan.big_enough = True
-                free = view.free
-                if all(v <= free.get(r, 0) for r, v in wanted):
-                    return view, ""
-        scan.cursor += 1
-    if not scan.matched:
-        return None, REASON_NO_MATCH
-    if not scan.big_enough:
-        return None, REASON_TOO_BIG
-    return None, REASON_NO_RESOURCES
-
-
 _EPS = 1e-9
-
-
-def _fits(wanted: Iterable[tuple[str, int]], free: Mapping[str, int]) -> bool:
-    return all(v <= free.get(r, 0) for r, v in wanted)
-
-
-def _add_into(free: dict[str, int], requests: Resources) -> None:
-    for r, v in requests.items():
-        free[r] = free.get(r, 0) + v
 
 
 def static_fit(job: QueuedJob, nodes: Sequence[NodeState]) -> bool:

@@ -17,7 +17,6 @@ from armada.core.scheduling import (
     REASON_CORDONED,
     REASON_NO_MATCH,
     REASON_NO_RESOURCES,
-    REASON_ROUND_LIMIT,
     REASON_TOO_BIG,
     Lease,
     NodeState,
@@ -115,10 +114,16 @@ def per_queue(result: RoundResult) -> dict[str, int]:
 
 
 def assert_every_job_accounted_for(result: RoundResult, job_list) -> None:
+    """Every job the round examined has a lease or a reason; when the round limit stopped it
+    early, the jobs it never reached have neither."""
     leased = [lease.job_id for lease in result.leases]
     assert len(leased) == len(set(leased)), "a job was leased twice"
     assert not set(leased) & set(result.unschedulable), "a job was both leased and unschedulable"
-    assert set(leased) | set(result.unschedulable) == {j.id for j in job_list}
+    accounted = set(leased) | set(result.unschedulable)
+    assert accounted <= {j.id for j in job_list}
+    assert len(accounted) == result.considered
+    if not result.limit_reached:
+        assert accounted == {j.id for j in job_list}
 
 
 # --- basic placement --------------------------------------------------------------------------
@@ -432,7 +437,9 @@ def test_unschedulable_nodes_do_not_count_towards_the_pool_capacity():
         node_list, jobs("a", 1, "1", "1Gi") + jobs("b", 1, "1", "1Gi"), queue_list, max_leases=1
     )
     assert [lease.job_id for lease in result.leases] == ["b-000"]
-    assert result.unschedulable == {"a-000": REASON_ROUND_LIMIT}
+    # a-000 was never reached: no reason for it, but the round says it stopped early.
+    assert result.unschedulable == {}
+    assert (result.limit_reached, result.considered) == (True, 1)
 
 
 # --- queues -----------------------------------------------------------------------------------
@@ -616,28 +623,35 @@ def test_failed_placements_do_not_cost_a_queue_its_turn():
     ids=["zero", "one", "three", "all-but-one", "exact", "above"],
 )
 def test_max_leases_limits_the_round(max_leases, expected):
+    # Jobs the round never reached get no reason; ``limit_reached`` says some were left.
     job_list = jobs("a", 10)
     result = schedule(nodes(2), job_list, max_leases=max_leases)
     assert [lease.job_id for lease in result.leases] == [j.id for j in job_list[:expected]]
-    assert result.unschedulable == {j.id: REASON_ROUND_LIMIT for j in job_list[expected:]}
+    assert result.unschedulable == {}
+    assert result.limit_reached == (expected < 10)
+    assert result.considered == expected
 
 
 def test_round_limit_is_shared_fairly():
     job_list = jobs("a", 5) + jobs("b", 5) + jobs("c", 5)
     result = schedule(nodes(4), job_list, max_leases=6)
     assert per_queue(result) == {"a": 2, "b": 2, "c": 2}
-    assert Counter(result.unschedulable.values()) == {REASON_ROUND_LIMIT: 9}
+    assert result.unschedulable == {}
+    assert (result.limit_reached, result.considered) == (True, 6)
 
 
 def test_round_limit_counts_leases_and_keeps_earlier_reasons():
     job_list = [job("a-000", cpu="99", urgency=1), *jobs("a", 4, start=1)]
     result = schedule(nodes(1), job_list, max_leases=2)
     assert [lease.job_id for lease in result.leases] == ["a-001", "a-002"]
-    assert result.unschedulable == {
-        "a-000": REASON_TOO_BIG,
-        "a-003": REASON_ROUND_LIMIT,
-        "a-004": REASON_ROUND_LIMIT,
-    }
+    assert result.unschedulable == {"a-000": REASON_TOO_BIG}
+    assert (result.limit_reached, result.considered) == (True, 3)
+
+
+def test_a_round_that_considers_everything_has_not_reached_its_limit():
+    result = schedule(nodes(2), jobs("a", 4), max_leases=4)
+    assert len(result.leases) == 4
+    assert (result.limit_reached, result.considered) == (False, 4)
 
 
 def test_jobs_over_capacity_before_the_limit_are_no_resources():
