@@ -40,6 +40,30 @@ def job_file(queue: str = "demo", job_set: str = "set-1", jobs: list[dict] | Non
     return {"queue": queue, "jobSetId": job_set, "jobs": jobs if jobs is not None else [job()]}
 
 
+def fake_agent(settings, *, cpu: str = "4", memory: str = "16Gi", **config):
+    """Configure one fake-backend executor ``test`` with a single node of ``cpu`` and
+    ``memory`` (plus any other top-level configuration given), register it at ``at(0)`` and
+    return its agent."""
+    from armada.core.config import parse_config
+    from armada.executor.agent import ExecutorAgent
+    from armada.executor.backends.fake import FakeBackend
+
+    settings.ARMADA = parse_config(
+        {
+            **config,
+            "executors": [
+                {
+                    "id": "test",
+                    "nodes": [{"name": "n", "allocatable": {"cpu": cpu, "memory": memory}}],
+                }
+            ],
+        }
+    )
+    agent = ExecutorAgent(settings.ARMADA.executors[0], FakeBackend())
+    agent.tick(at(0))
+    return agent
+
+
 @pytest.fixture
 def admin_user(django_user_model):
     return django_user_model.objects.create_superuser("root", "root@example.com", "root-password")
@@ -103,3 +127,22 @@ def api_as():
         return client
 
     return make
+
+
+@pytest.fixture(autouse=True)
+def _fresh_scheduler_memory():
+    """The scheduler keeps its job database and what it last recorded in memory; each test
+    starts as a new scheduler process would (the test database is new too)."""
+    from armada.services import records, scheduler
+
+    scheduler.scheduler_state_reset()
+    records.forget_written()
+    yield
+    scheduler.scheduler_state_reset()
+    records.forget_written()
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings):
+    """Tests make many users; the production hasher is slow on purpose."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -100,6 +100,8 @@ class Scheduling(_Strict):
     indexed_node_labels: list[str] = Field(default_factory=list, alias="indexedNodeLabels")
     maximum_jobs_per_round: StrictInt = Field(10000, alias="maximumJobsPerRound", gt=0)
     max_queue_lookback: StrictInt = Field(10000, alias="maxQueueLookback", gt=0)
+    maximum_scheduling_rate: float = Field(0.0, alias="maximumSchedulingRate", ge=0.0)
+    maximum_scheduling_burst: StrictInt = Field(10000, alias="maximumSchedulingBurst", gt=0)
     fair_share_preemption: StrictBool = Field(True, alias="fairSharePreemption")
     protected_fraction_of_fair_share: float = Field(
         0.5, alias="protectedFractionOfFairShare", ge=0.0

@@ -8,10 +8,23 @@ prepared statement, psycopg pipelines it), converting values exactly as the ORM 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from django.db import connection
-from django.db.models import Model
+from django.db.models import (
+    BooleanField,
+    CharField,
+    DateTimeField,
+    Field,
+    FloatField,
+    ForeignKey,
+    IntegerField,
+    JSONField,
+    Model,
+    TextField,
+)
 
 
 def bulk_update_fields(objs: Sequence[Model], fields: Sequence[str]) -> int:
@@ -31,3 +44,75 @@ def bulk_update_fields(objs: Sequence[Model], fields: Sequence[str]) -> int:
     with connection.cursor() as cursor:
         cursor.executemany(sql, params)
     return len(params)
+
+
+def insert_rows(model: type[Model], rows: Sequence[Mapping[str, Any]]) -> int:
+    """Insert new rows of ``model``, given as ``{attname: value}`` (fields left out take their
+    default), as fast as the database allows; returns the row count. No model instances are
+    built on PostgreSQL (that costs tens of microseconds a row).
+
+    On PostgreSQL the rows go in with ``COPY ... FROM STDIN`` (several times faster than
+    ``INSERT`` for thousands of rows). A database-generated primary key comes from the column
+    default and is not given back. Elsewhere this is ``bulk_create``. Runs in the caller's
+    transaction."""
+    if not rows:
+        return 0
+    meta = model._meta
+    if connection.vendor != "postgresql":
+        model.objects.bulk_create([model(**row) for row in rows], batch_size=2000)
+        return len(rows)
+    fields = [
+        f for f in meta.concrete_fields if not (f.primary_key and getattr(f, "db_returning", False))
+    ]
+    quote = connection.ops.quote_name
+    columns = ", ".join(quote(f.column) for f in fields)
+    plan = [(f.attname, f.get_default(), _copy_text(f)) for f in fields]
+    sql = f"COPY {quote(meta.db_table)} ({columns}) FROM STDIN"
+    with connection.cursor() as cursor, cursor.cursor.copy(sql) as copy:
+        lines = []
+        for row in rows:
+            lines.append("\t".join([text(row.get(name, default)) for name, default, text in plan]))
+            if len(lines) >= 5000:
+                copy.write("\n".join(lines) + "\n")
+                lines = []
+        if lines:
+            copy.write("\n".join(lines) + "\n")
+    return len(rows)
+
+
+# COPY's text format: a backslash, tab, newline or carriage return inside a value is escaped.
+_COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+_NULL = "\\N"
+
+
+def _copy_text(field: Field) -> Callable[[Any], str]:
+    """How one field's value is written in COPY's text format. Chosen per field, not per
+    value: Django's ``get_db_prep_save`` costs microseconds a call, too much at tens of
+    thousands of rows a cycle."""
+    if isinstance(field, ForeignKey):
+        return _copy_text(field.target_field)
+    if isinstance(field, JSONField):
+        encoder = field.encoder
+        return lambda v: _NULL if v is None else json.dumps(v, cls=encoder).translate(_COPY_ESCAPES)
+    if isinstance(field, CharField | TextField):
+        return lambda v: _NULL if v is None else str(v).translate(_COPY_ESCAPES)
+    if isinstance(field, BooleanField):
+        return lambda v: _NULL if v is None else ("t" if v else "f")
+    if isinstance(field, IntegerField | FloatField):
+        return lambda v: _NULL if v is None else repr(v)
+    if isinstance(field, DateTimeField):
+        return lambda v: _NULL if v is None else v.isoformat()
+
+    def prepared(v: Any) -> str:
+        value = field.get_db_prep_save(v, connection)
+        return _NULL if value is None else str(value).translate(_COPY_ESCAPES)
+
+    return prepared
+
+
+def sql_in(column: str, values: Sequence[Any]) -> tuple[str, list]:
+    """SQL saying ``column`` is one of ``values``, with its parameters: one array parameter
+    on PostgreSQL (``= ANY``), ``IN (...)`` elsewhere (keep such lists to a few thousand)."""
+    if connection.vendor == "postgresql":
+        return f"{column} = ANY(%s)", [list(values)]
+    return f"{column} IN ({', '.join(['%s'] * len(values))})", list(values)

@@ -10,41 +10,47 @@ round and the reasons jobs were not leased are recorded (``services.records``).
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import socket
 import time
 from collections import defaultdict
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import transaction
-from django.db.models import F
+from django.db import connection, transaction
 
 from armada.core.quantity import Resources
+from armada.core.ratelimit import TokenBucket
 from armada.core.scheduling import (
+    REASON_CORDONED,
+    Lease,
     NodeState,
+    QueuedJob,
     QueueState,
     RunningJob,
     schedule_round,
 )
 from armada.core.states import EventType, JobState, RunState
 from armada.models import Executor, Job, Node, Queue, Run
+from armada.services.bulk import insert_rows, sql_in
 from armada.services.counters import counters_reset_if_due
 from armada.services.decisions import DECISIONS_COUNTER, GANG_SKIPPED_COUNTER, failures_decide
 from armada.services.events import NewEvent, events_append
 from armada.services.expiry import runs_expire
 from armada.services.ids import new_id
+from armada.services.jobdb import JobDb
 from armada.services.leader import leader_acquire
 from armada.services.mutations import avoided_node_names
 from armada.services.records import records_write
-from armada.services.snapshot import node_state, queued_job
+from armada.services.snapshot import node_state
 from armada.services.stopping import runs_request_preemption
 
 log = logging.getLogger(__name__)
 
-ACTIVE_RUN_STATES = [RunState.LEASED, RunState.PENDING, RunState.RUNNING]
 LEADER_NAME = "scheduler"
 HOLDER = f"{socket.gethostname()}:{os.getpid()}"
 
@@ -57,6 +63,7 @@ class CycleReport:
     expired: int = 0
     decided: int = 0
     preempted: int = 0
+    limit_reached: bool = False
     unschedulable: dict[str, str] = field(default_factory=dict)
 
 
@@ -64,94 +71,103 @@ def pod_name(job_id: str) -> str:
     return f"armada-{job_id}-0"
 
 
-def _load_nodes(
-    pool: str, now: datetime, classes: dict
-) -> tuple[list[NodeState], list[Node], list[RunningJob]]:
-    """The pool's live nodes with what is allocated on them, and the jobs running there."""
+def _load_nodes(pool: str, now: datetime) -> tuple[list[NodeState], list[Node]]:
+    """The pool's schedulable nodes: those of live, uncordoned executors."""
     timeout = timedelta(seconds=settings.ARMADA.executor_timeout)
     live = Executor.objects.filter(pool=pool, cordoned=False, last_heartbeat__gte=now - timeout)
     rows = list(Node.objects.filter(executor__in=live).order_by("executor_id", "name"))
-    nodes = {(n.executor_id, n.name): node_state(n) for n in rows}
-    running = []
-    active = Run.objects.filter(pool=pool, state__in=ACTIVE_RUN_STATES).values(
-        "executor",
-        "node",
-        "requests",
-        "job_id",
-        "job__queue",
-        "job__priority_class",
-        "job__gang_id",
-        "stop_requested_at",
-    )
-    for run in active:
-        node = nodes.get((run["executor"], run["node"]))
+    return [node_state(n) for n in rows], rows
+
+
+def _running(
+    db: JobDb, pool: str, nodes: list[NodeState], classes: Mapping
+) -> tuple[list[RunningJob], dict[str, Resources]]:
+    """The pool's active runs as the core sees them (their requests added to their nodes'
+    ``allocated``), and what each queue uses in the pool. A run on a node that is not
+    schedulable now (its executor is lost or cordoned) still counts for its queue."""
+    by_id = {n.id: n for n in nodes}
+    running: list[RunningJob] = []
+    used: dict[str, Resources] = defaultdict(Resources)
+    for run in db.runs_in_pool(pool):
+        used[run.queue] = used[run.queue] + run.requests
+        node_id = f"{run.executor}/{run.node}"
+        node = by_id.get(node_id)
         if node is None:
             continue
-        node.allocated = node.allocated + run["requests"]
-        pc = classes.get(run["job__priority_class"])
+        node.allocated = node.allocated + run.requests
+        pc = classes.get(run.priority_class)
         running.append(
             RunningJob(
-                id=run["job_id"],
-                queue=run["job__queue"],
-                node_id=node.id,
-                requests=Resources(run["requests"]),
+                id=run.job_id,
+                queue=run.queue,
+                node_id=node_id,
+                requests=run.requests,
                 urgency=pc.priority if pc else 0,
                 # A run already being stopped is not offered for preemption again.
-                preemptible=bool(pc and pc.preemptible) and run["stop_requested_at"] is None,
-                gang_id=run["job__gang_id"],
+                preemptible=bool(pc and pc.preemptible) and not run.stopping,
+                gang_id=run.gang_id,
             )
         )
-    return list(nodes.values()), rows, running
+    return running, used
 
 
-def _load_queues(pool: str, now: datetime, short_job_penalty: float) -> list[QueueState]:
+def _queue_states(
+    queues: list[Queue], used: Mapping[str, Resources], pool: str, now: datetime, cutoff: float
+) -> list[QueueState]:
     """Queues with what they use in the pool. With a ``shortJobPenaltyCutoff``, a run that
     ended sooner than the cutoff after it started is still charged to its queue until then,
     so that many tiny jobs do not take more than their share."""
-    used: dict[str, Resources] = defaultdict(Resources)
-    for run in Run.objects.filter(pool=pool, state__in=ACTIVE_RUN_STATES).values(
-        "job__queue", "requests"
-    ):
-        used[run["job__queue"]] = used[run["job__queue"]] + run["requests"]
-    if short_job_penalty > 0:
+    charged: dict[str, Resources] = defaultdict(Resources, used)
+    if cutoff > 0:
         recent = Run.objects.filter(
             pool=pool,
             state__in=[RunState.SUCCEEDED, RunState.FAILED, RunState.CANCELLED, RunState.PREEMPTED],
-            running_at__gt=now - timedelta(seconds=short_job_penalty),
+            running_at__gt=now - timedelta(seconds=cutoff),
         ).values("job__queue", "requests")
         for run in recent:
-            used[run["job__queue"]] = used[run["job__queue"]] + run["requests"]
+            charged[run["job__queue"]] = charged[run["job__queue"]] + run["requests"]
     return [
         QueueState(
             name=q.name,
             priority_factor=q.priority_factor,
             cordoned=q.cordoned,
-            allocated=used[q.name],
+            allocated=charged[q.name],
         )
-        for q in Queue.objects.all()
+        for q in queues
     ]
 
 
-def _load_queued_jobs(lookback: int) -> dict[str, Job]:
-    """Each queue's first ``lookback`` waiting jobs (priority, then submission order); the
-    core orders them by urgency too. Per queue, so one backlog cannot hide the others."""
-    jobs: dict[str, Job] = {}
-    queues = (
-        Job.objects.filter(state=JobState.QUEUED)
-        .values_list("queue", flat=True)
-        .distinct()
-        .order_by()
-    )
-    for queue in sorted(set(queues)):
-        qs = Job.objects.filter(state=JobState.QUEUED, queue_id=queue).order_by("priority", "id")[
-            :lookback
-        ]
-        jobs.update((j.id, j) for j in qs)
-    return jobs
+_jobdb: JobDb | None = None
+_bucket: TokenBucket | None = None
 
 
-def scheduler_cycle(*, now: datetime) -> CycleReport:
-    """Run one cycle if this process holds the scheduler lease; see the module docstring."""
+def scheduler_state(config) -> tuple[JobDb, TokenBucket]:
+    """This process's job database and lease-rate bucket, made anew when the scheduling
+    configuration changes (priority classes decide urgency; the bucket its rate)."""
+    global _jobdb, _bucket
+    scheduling = config.scheduling
+    if _jobdb is None or _jobdb.classes is not scheduling.priority_classes:
+        _jobdb = JobDb(classes=scheduling.priority_classes)
+    if (
+        _bucket is None
+        or _bucket.rate != scheduling.maximum_scheduling_rate
+        or _bucket.burst != scheduling.maximum_scheduling_burst
+    ):
+        _bucket = TokenBucket(
+            rate=scheduling.maximum_scheduling_rate, burst=scheduling.maximum_scheduling_burst
+        )
+    return _jobdb, _bucket
+
+
+def scheduler_state_reset() -> None:
+    """Forget the in-memory job database (a new process, or tests)."""
+    global _jobdb, _bucket
+    _jobdb = _bucket = None
+
+
+def scheduler_cycle(*, now: datetime, clock: Callable[[], float] = time.monotonic) -> CycleReport:
+    """Run one cycle if this process holds the scheduler lease; see the module docstring.
+    ``clock`` (seconds) paces the lease-rate bucket."""
     config = settings.ARMADA
     ttl = timedelta(seconds=max(30.0, config.scheduling.cycle_period * 10))
     if not leader_acquire(name=LEADER_NAME, holder=HOLDER, now=now, ttl=ttl):
@@ -164,44 +180,53 @@ def scheduler_cycle(*, now: datetime) -> CycleReport:
     )
     expired = runs_expire(now=now)
     decided = failures_decide(now=now)
-    classes = config.scheduling.priority_classes
-    max_leases = config.scheduling.maximum_jobs_per_round
-    jobs = _load_queued_jobs(lookback=config.scheduling.max_queue_lookback)
-    report = CycleReport(considered=len(jobs), expired=expired, decided=decided)
-    leases = []
+    db, bucket = scheduler_state(config)
+    db.sync()
+    scheduling = config.scheduling
+    classes = scheduling.priority_classes
+    lookback = scheduling.max_queue_lookback
+    max_leases = bucket.available(clock(), scheduling.maximum_jobs_per_round)
+    queues = list(Queue.objects.all())
+    report = CycleReport(expired=expired, decided=decided)
+    leases: list[tuple[str, Lease]] = []
+    leased: set[str] = set()
     preempted: dict[str, str] = {}
-    remaining = dict(jobs)
-    for pool in config.scheduling.pools:
-        if not remaining or len(leases) >= max_leases:
-            break
-        nodes, rows, running = _load_nodes(pool.name, now, classes)
-        candidates = [
-            queued_job(
-                j,
-                urgency=classes[j.priority_class].priority if j.priority_class in classes else 0,
-                avoid_nodes=avoided_node_names(rows, set(j.mutations.get("avoidNodes", []))),
-            )
-            for j in remaining.values()
-        ]
+    for q in queues:
+        if q.cordoned:
+            for job in db.queue_jobs(q.name, lookback=lookback):
+                report.unschedulable[job.id] = REASON_CORDONED
+    for pool in scheduling.pools:
+        nodes, rows = _load_nodes(pool.name, now)
+        running, used = _running(db, pool.name, nodes, classes)
+        avoid = _avoidance(db, rows)
         result = schedule_round(
             nodes=nodes,
-            queues=_load_queues(pool.name, now, pool.short_job_penalty_cutoff),
-            jobs=candidates,
+            queues=_queue_states(queues, used, pool.name, now, pool.short_job_penalty_cutoff),
+            queued={
+                q.name: avoid(db.queue_jobs(q.name, lookback=lookback, exclude=leased))
+                for q in queues
+                if not q.cordoned
+            },
+            gangs={key: list(avoid(iter(members))) for key, members in db.gang_members().items()},
             max_leases=max_leases - len(leases),
-            indexed_node_labels=frozenset(config.scheduling.indexed_node_labels),
+            indexed_node_labels=frozenset(scheduling.indexed_node_labels),
             running=running,
-            fair_share_preemption=config.scheduling.fair_share_preemption,
-            protected_fraction=config.scheduling.protected_fraction_of_fair_share,
+            fair_share_preemption=scheduling.fair_share_preemption,
+            protected_fraction=scheduling.protected_fraction_of_fair_share,
         )
+        report.considered = max(report.considered, result.considered)
+        report.limit_reached = report.limit_reached or result.limit_reached
         preempted.update(result.preempted)
         for lease in result.leases:
             leases.append((pool.name, lease))
-            remaining.pop(lease.job_id)
+            leased.add(lease.job_id)
         report.unschedulable.update(result.unschedulable)
-    for job_id in jobs:
-        if job_id not in remaining:
-            report.unschedulable.pop(job_id, None)
-    leased_ids = _write_leases(jobs, leases, now) if leases else []
+        if len(leases) >= max_leases:
+            break
+    for job_id in leased:
+        report.unschedulable.pop(job_id, None)
+    leased_ids = _write_leases(leases, now) if leases else []
+    bucket.take(clock(), len(leased_ids))
     by_reason: dict[str, list[str]] = {}
     for job_id, reason in preempted.items():
         by_reason.setdefault(reason, []).append(job_id)
@@ -220,47 +245,82 @@ def scheduler_cycle(*, now: datetime) -> CycleReport:
     return report
 
 
-def _write_leases(jobs: dict[str, Job], leases: list, now: datetime) -> list[str]:
-    """Create runs and move jobs to leased; only jobs still queued at commit time are leased."""
+def _avoidance(db: JobDb, rows: list[Node]) -> Callable[[Iterator[QueuedJob]], Iterator[QueuedJob]]:
+    """A filter giving each job that a retry told to avoid some nodes those nodes' names in
+    this pool (the job database keeps the nodes' ids, which outlive their names)."""
+    if not db.avoid:
+        return lambda jobs: jobs
+
+    def rewrite(jobs: Iterator[QueuedJob]) -> Iterator[QueuedJob]:
+        for job in jobs:
+            ids = db.avoid.get(job.id)
+            if ids:
+                job = replace(job, avoid_nodes=avoided_node_names(rows, set(ids)))
+            yield job
+
+    return rewrite
+
+
+def _write_leases(leases: list[tuple[str, Lease]], now: datetime) -> list[str]:
+    """Create runs and move jobs to leased; only jobs still queued at commit time are leased
+    (a job cancelled or changed meanwhile is left alone and seen again at the next sync)."""
     with transaction.atomic():
-        ids = [lease.job_id for _, lease in leases]
-        still_queued = set(
-            Job.objects.select_for_update()
-            .filter(id__in=ids, state=JobState.QUEUED)
-            .values_list("id", flat=True)
-        )
+        rows = _claim_queued([lease.job_id for _, lease in leases], now)
         runs, events = [], []
         for pool, lease in leases:
-            if lease.job_id not in still_queued:
+            row = rows.get(lease.job_id)
+            if row is None:
                 continue
-            job = jobs[lease.job_id]
-            run = Run(
-                id=new_id(),
-                job_id=job.id,
-                executor=lease.executor,
-                node=lease.node,
-                pool=pool,
-                state=RunState.LEASED,
-                requests=job.requests,
-                pod_name=pod_name(job.id),
-                leased_at=now,
-            )
+            job_id, queue, job_set, requests = row
+            if not isinstance(requests, dict):
+                requests = json.loads(requests)
+            run = {
+                "id": new_id(),
+                "job_id": job_id,
+                "executor": lease.executor,
+                "node": lease.node,
+                "pool": pool,
+                "state": RunState.LEASED,
+                "requests": requests,
+                "pod_name": pod_name(job_id),
+                "leased_at": now,
+            }
             runs.append(run)
             events.append(
                 NewEvent(
                     EventType.LEASED,
-                    queue=job.queue_id,
-                    job_set=job.job_set,
-                    job_id=job.id,
-                    run_id=run.id,
+                    queue=queue,
+                    job_set=job_set,
+                    job_id=job_id,
+                    run_id=run["id"],
                     created=now,
                     payload={"cluster": lease.executor, "node": lease.node, "pool": pool},
                 )
             )
-        Job.objects.filter(id__in=[r.job_id for r in runs]).update(
-            state=JobState.LEASED, last_transition_at=now, run_count=F("run_count") + 1
-        )
-        Run.objects.bulk_create(runs, batch_size=1000)
+        leased = [r["job_id"] for r in runs]
+        insert_rows(Run, runs)
         events_append(events=events)
     log.info("scheduling cycle leased %d job(s)", len(runs))
-    return [r.job_id for r in runs]
+    return leased
+
+
+def _claim_queued(ids: list[str], now: datetime) -> dict[str, tuple]:
+    """Move the jobs among ``ids`` that are still queued to leased, in one statement per few
+    thousand (the row lock, the check and the change at once); returns
+    ``{id: (id, queue, job set, requests)}`` of the jobs moved. Call inside the transaction
+    that also writes their runs and events."""
+    table = connection.ops.quote_name(Job._meta.db_table)
+    at = connection.ops.adapt_datetimefield_value(now)
+    claimed: dict[str, tuple] = {}
+    with connection.cursor() as cursor:
+        for start in range(0, len(ids), 5000):
+            where, params = sql_in("id", ids[start : start + 5000])
+            cursor.execute(
+                f"UPDATE {table} SET state = %s, last_transition_at = %s,"
+                f" run_count = run_count + 1 WHERE {where} AND state = %s"
+                " RETURNING id, queue, job_set, requests",
+                [JobState.LEASED.value, at, *params, JobState.QUEUED.value],
+            )
+            claimed.update((row[0], row) for row in cursor.fetchall())
+    return claimed
+

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from armada.core.config import parse_config
-from armada.executor.agent import ExecutorAgent
-from armada.executor.backends.fake import FakeBackend
 from armada.models import Event, Job, Run
 from armada.services.errors import NotFound, PermissionDenied
 from armada.services.scheduler import scheduler_cycle
 from armada.services.stopping import jobs_cancel
 from armada.services.submit import job_submit
-from tests.conftest import at, job, job_file
+from tests.conftest import at, fake_agent, job, job_file
 
 pytestmark = pytest.mark.django_db
 FAKE = "fake.armadaproject.io/"
@@ -20,19 +17,7 @@ FAKE = "fake.armadaproject.io/"
 
 @pytest.fixture
 def agent(settings):
-    settings.ARMADA = parse_config(
-        {
-            "executors": [
-                {
-                    "id": "test",
-                    "nodes": [{"name": "n", "allocatable": {"cpu": "1", "memory": "8Gi"}}],
-                }
-            ]
-        }
-    )
-    a = ExecutorAgent(settings.ARMADA.executors[0], FakeBackend())
-    a.tick(at(0))
-    return a
+    return fake_agent(settings, cpu="1", memory="8Gi")
 
 
 def types_for(job_id: str) -> list[str]:
