@@ -9,6 +9,7 @@ from rest_framework import serializers
 from armada.core.policy import MAX_RETRY_LIMIT
 from armada.core.quantity import Resources
 from armada.core.queues import SUBJECT_KINDS, VERBS
+from armada.core.states import JobState
 from armada.core.submission import MAX_JOB_SET_LENGTH, MAX_PRIORITY
 from armada.models import Job, Queue, Run
 
@@ -278,3 +279,142 @@ class CancelSerializer(serializers.Serializer):
     jobSetId = serializers.CharField()
     jobIds = serializers.ListField(child=serializers.CharField(), required=False)
     reason = serializers.CharField(required=False, max_length=255)
+
+
+class FieldErrorSerializer(serializers.Serializer):
+    field = serializers.CharField(
+        help_text="the field at fault, e.g. jobs[0].podSpec; may be empty"
+    )
+    message = serializers.CharField()
+
+
+class ErrorSerializer(serializers.Serializer):
+    """The body of every error response."""
+
+    message = serializers.CharField(help_text="a sentence a person can act on")
+    errors = FieldErrorSerializer(many=True)
+
+
+class CancelByStateSerializer(serializers.Serializer):
+    queue = serializers.CharField()
+    states = serializers.ListField(
+        child=serializers.ChoiceField(choices=[s.value for s in JobState if not s.terminal]),
+        allow_empty=False,
+        help_text="cancel every job of the queue (any job set) in one of these states",
+    )
+    reason = serializers.CharField(required=False, max_length=255)
+
+
+class JobSummarySerializer(serializers.ModelSerializer):
+    """A job in a list (the pod spec and runs are in ``GET /jobs/{id}``)."""
+
+    queue = serializers.CharField(source="queue_id")
+    jobSetId = serializers.CharField(source="job_set")
+    priorityClass = serializers.CharField(source="priority_class")
+    submittedAt = serializers.DateTimeField(source="submitted_at")
+    lastTransitionAt = serializers.DateTimeField(source="last_transition_at")
+    terminalReason = serializers.CharField(source="terminal_reason")
+    failureCategory = serializers.CharField(source="failure_category")
+
+    class Meta:
+        model = Job
+        fields = [
+            "id",
+            "queue",
+            "jobSetId",
+            "owner",
+            "priority",
+            "priorityClass",
+            "state",
+            "submittedAt",
+            "lastTransitionAt",
+            "terminalReason",
+            "failureCategory",
+        ]
+        read_only_fields = fields
+
+
+class JobPageSerializer(serializers.Serializer):
+    items = JobSummarySerializer(many=True)
+    next = serializers.CharField(
+        allow_null=True, help_text="pass as `after` for the next page; null on the last page"
+    )
+
+
+class StateCountsSerializer(serializers.Serializer):
+    queued = serializers.IntegerField()
+    leased = serializers.IntegerField()
+    pending = serializers.IntegerField()
+    running = serializers.IntegerField()
+    succeeded = serializers.IntegerField()
+    failed = serializers.IntegerField()
+    cancelled = serializers.IntegerField()
+    preempted = serializers.IntegerField()
+    rejected = serializers.IntegerField()
+
+
+class JobSetSerializer(serializers.Serializer):
+    queue = serializers.CharField()
+    jobSetId = serializers.CharField()
+    counts = StateCountsSerializer(help_text="jobs per state")
+    total = serializers.IntegerField()
+    active = serializers.BooleanField(help_text="true while any job has not finished")
+    latestSubmittedAt = serializers.DateTimeField()
+
+
+class NodeSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    pool = serializers.CharField()
+    labels = serializers.DictField(child=serializers.CharField(), help_text="tracked labels only")
+    taints = serializers.ListField(child=serializers.DictField())
+    allocatable = serializers.DictField(
+        child=serializers.IntegerField(), help_text="milli-cpu, bytes, device counts"
+    )
+    unschedulable = serializers.BooleanField()
+    lastSeen = serializers.DateTimeField()
+
+
+class ExecutorSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    pool = serializers.CharField()
+    backend = serializers.CharField()
+    cordoned = serializers.BooleanField(help_text="a cordoned executor gets no new leases")
+    alive = serializers.BooleanField(help_text="heartbeat within executorTimeout")
+    registeredAt = serializers.DateTimeField()
+    lastHeartbeat = serializers.DateTimeField()
+    trackedNodeLabels = serializers.ListField(child=serializers.CharField())
+    nodeCount = serializers.IntegerField()
+
+
+class ExecutorDetailSerializer(ExecutorSerializer):
+    nodes = NodeSerializer(many=True)
+
+
+class PendingReasonSerializer(serializers.Serializer):
+    reason = serializers.CharField()
+    roundId = serializers.IntegerField(allow_null=True)
+    at = serializers.DateTimeField()
+
+
+class RoundSummarySerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    startedAt = serializers.DateTimeField()
+    durationMs = serializers.IntegerField()
+    considered = serializers.IntegerField()
+    leased = serializers.IntegerField()
+    expired = serializers.IntegerField()
+    decided = serializers.IntegerField()
+    unschedulable = serializers.IntegerField()
+
+
+class JobSchedulingSerializer(serializers.Serializer):
+    jobId = serializers.CharField()
+    queue = serializers.CharField()
+    jobSetId = serializers.CharField()
+    state = serializers.CharField()
+    pendingReason = PendingReasonSerializer(
+        allow_null=True,
+        help_text="why the queued job was not leased; null when it is not queued or no round "
+        "has considered it yet",
+    )
+    latestRounds = RoundSummarySerializer(many=True, help_text="the latest rounds, newest first")

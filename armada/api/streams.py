@@ -6,15 +6,17 @@
   ``Last-Event-ID`` instead), so a client that reconnects with the last id it saw gets
   neither a gap nor a duplicate (see ``services.events`` for why ids appear in order).
 - ``watch=true`` keeps the response open and follows new events; otherwise the response
-  ends after the events that exist. A blank line (an SSE comment) is sent every
+  ends after the events that exist. A watcher reads again when a Redis notification says
+  its job set has new events (``armada.api.wakeups``: one subscription per process), and
+  at the latest every ``POLL_SECONDS`` (the only mechanism without ``REDIS_URL``). A blank line (an SSE comment) is sent every
   ``KEEPALIVE_SECONDS`` so that proxies keep the connection.
 This is an async view: under ASGI a watcher holds no worker thread while it waits.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
+import time
 from collections.abc import AsyncIterator
 
 from asgiref.sync import sync_to_async
@@ -22,6 +24,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpRe
 from rest_framework.request import Request
 from rest_framework.settings import api_settings
 
+from armada.api import wakeups
 from armada.api.bodies import check_path_values
 from armada.core.errors import ValidationFailed
 from armada.models import Queue
@@ -89,23 +92,31 @@ async def job_set_events(request: HttpRequest, queue: str, job_set: str) -> Http
     async def stream() -> AsyncIterator[str]:
         cursor = after
         quiet = 0.0
-        while True:
-            events = await load(queue=queue, job_set=job_set, after=cursor, limit=BATCH)
-            for e in events:
-                cursor = e.id
-                body = json.dumps(event_as_dict(e), separators=(",", ":"))
-                yield f"id: {e.id}\nevent: {e.type}\ndata: {body}\n\n" if sse else body + "\n"
-            if len(events) == BATCH:
-                continue
-            if not watch:
-                return
-            if events:
-                quiet = 0.0
-            await asyncio.sleep(POLL_SECONDS)
-            quiet += POLL_SECONDS
-            if quiet >= KEEPALIVE_SECONDS:
-                quiet = 0.0
-                yield ":\n\n" if sse else "\n"
+        waiter = await wakeups.register(queue, job_set) if watch else None
+        try:
+            while True:
+                if waiter is not None:
+                    waiter.clear()  # a wake-up during the read below is kept for the wait
+                events = await load(queue=queue, job_set=job_set, after=cursor, limit=BATCH)
+                for e in events:
+                    cursor = e.id
+                    body = json.dumps(event_as_dict(e), separators=(",", ":"))
+                    yield f"id: {e.id}\nevent: {e.type}\ndata: {body}\n\n" if sse else body + "\n"
+                if len(events) == BATCH:
+                    continue
+                if waiter is None:
+                    return
+                if events:
+                    quiet = 0.0
+                started = time.monotonic()
+                await waiter.wait(POLL_SECONDS)
+                quiet += time.monotonic() - started
+                if quiet >= KEEPALIVE_SECONDS:
+                    quiet = 0.0
+                    yield ":\n\n" if sse else "\n"
+        finally:
+            if waiter is not None:
+                waiter.close()
 
     response = StreamingHttpResponse(
         stream(), content_type="text/event-stream" if sse else "application/x-ndjson"

@@ -16,6 +16,19 @@ urlpatterns = [
         views.QueueCordonView.as_view(cordoned=False),
         name="queue-uncordon",
     ),
+    path("queues/<str:name>/job-sets", views.QueueJobSetsView.as_view(), name="queue-job-sets"),
+    path("executors", views.ExecutorListView.as_view(), name="executor-list"),
+    path("executors/<str:executor_id>", views.ExecutorDetailView.as_view(), name="executor-detail"),
+    path(
+        "executors/<str:executor_id>/cordon",
+        views.ExecutorCordonView.as_view(cordoned=True),
+        name="executor-cordon",
+    ),
+    path(
+        "executors/<str:executor_id>/uncordon",
+        views.ExecutorCordonView.as_view(cordoned=False),
+        name="executor-uncordon",
+    ),
     path("retry-policies", views.RetryPolicyListView.as_view(), name="retry-policy-list"),
     path(
         "retry-policies/<str:name>",
@@ -25,7 +38,9 @@ urlpatterns = [
     path("jobs", views.JobSubmitView.as_view(), name="job-submit"),
     path("jobs/reprioritize", views.JobReprioritizeView.as_view(), name="job-reprioritize"),
     path("jobs/cancel", views.JobCancelView.as_view(), name="job-cancel"),
+    path("jobs/cancel-by-state", views.JobCancelByStateView.as_view(), name="job-cancel-by-state"),
     path("jobs/<str:job_id>", views.JobDetailView.as_view(), name="job-detail"),
+    path("jobs/<str:job_id>/scheduling", views.JobSchedulingView.as_view(), name="job-scheduling"),
     path("jobs/<str:job_id>/preempt", views.JobPreemptView.as_view(), name="job-preempt"),
     path("runs/<str:run_id>/log", views.RunLogView.as_view(), name="run-log"),
     path(

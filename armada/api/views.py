@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -12,9 +13,17 @@ from rest_framework.views import APIView
 from armada.api.bodies import check_body_size, check_path_values, check_storable
 from armada.api.parsers import SafeJSONParser, YAMLParser
 from armada.api.serializers import (
+    CancelByStateSerializer,
     CancelSerializer,
+    ErrorSerializer,
+    ExecutorDetailSerializer,
+    ExecutorSerializer,
     JobFileSerializer,
+    JobPageSerializer,
+    JobSchedulingSerializer,
     JobSerializer,
+    JobSetSerializer,
+    JobSummarySerializer,
     PreemptResultSerializer,
     PreemptSerializer,
     QueueInputSerializer,
@@ -25,12 +34,14 @@ from armada.api.serializers import (
     RunLogSerializer,
     SubmitResultSerializer,
 )
+from armada.services import dryrun, job_queries
+from armada.services import executors_admin as executor_services
 from armada.services import jobs as job_selectors
 from armada.services import policies as policy_services
 from armada.services import queues as queue_services
 from armada.services.errors import ValidationFailed
 from armada.services.reprioritize import jobs_reprioritize
-from armada.services.stopping import job_preempt, jobs_cancel
+from armada.services.stopping import job_preempt, jobs_cancel, jobs_cancel_by_state
 from armada.services.submit import job_submit
 
 _RESOURCES = {"cpu": "100m", "memory": "64Mi"}
@@ -99,16 +110,37 @@ _EXAMPLES = {
             "a whole job set",
             value={"queue": "demo", "jobSetId": "set-1", "reason": "not needed"},
             request_only=True,
-        )
+        ),
+        OpenApiExample(
+            "every queued job of a queue",
+            value={"queue": "demo", "states": ["queued"], "reason": "draining"},
+            request_only=True,
+        ),
     ],
 }
 
 _ERRORS = {
-    400: OpenApiResponse(description="invalid input; `errors` names each field"),
-    403: OpenApiResponse(description="permission denied; the message names the permission"),
-    404: OpenApiResponse(description="not found"),
-    413: OpenApiResponse(description="the body is larger than the server accepts"),
+    400: OpenApiResponse(ErrorSerializer, description="invalid input; `errors` names each field"),
+    403: OpenApiResponse(
+        ErrorSerializer, description="permission denied; the message names the permission"
+    ),
+    404: OpenApiResponse(ErrorSerializer, description="not found"),
+    413: OpenApiResponse(ErrorSerializer, description="the body is larger than the server accepts"),
 }
+_CONFLICT = OpenApiResponse(ErrorSerializer, description="clashes with what is stored")
+_DRY_RUN = OpenApiParameter(
+    "dryRun",
+    OpenApiTypes.BOOL,
+    description="validate (permission, fields, name free, references exist) and answer 200 "
+    "with what would be created; nothing is written",
+)
+
+
+def _dry_run(request: Request) -> bool:
+    value = request.query_params.get("dryRun", "false").lower()
+    if value not in ("true", "false", "1", "0", "yes", "no"):
+        raise ValidationFailed.one("dryRun", "must be true or false")
+    return value in ("true", "1", "yes")
 
 
 class ApiView(APIView):
@@ -154,11 +186,17 @@ class QueueListView(ApiView):
 
     @extend_schema(
         request=QueueInputSerializer,
-        responses={201: QueueSerializer, 409: OpenApiResponse(description="name taken"), **_ERRORS},
+        parameters=[_DRY_RUN],
+        responses={201: QueueSerializer, 200: QueueSerializer, 409: _CONFLICT, **_ERRORS},
         examples=_EXAMPLES["queue"],
-        summary="Create a queue",
+        summary="Create a queue (or only check it, with dryRun=true)",
     )
     def post(self, request: Request) -> Response:
+        if _dry_run(request):
+            queue = dryrun.queue_create_check(
+                actor=request.user, data=request.data, now=timezone.now()
+            )
+            return Response(QueueSerializer(queue).data)
         queue = queue_services.queue_create(
             actor=request.user, data=request.data, now=timezone.now()
         )
@@ -213,6 +251,32 @@ class QueueCordonView(ApiView):
 
 class JobSubmitView(ApiView):
     @extend_schema(
+        parameters=[
+            OpenApiParameter("queue", str, description="one queue (403 unless you may watch it)"),
+            OpenApiParameter("jobSetId", str, description="one job set (needs queue)"),
+            OpenApiParameter(
+                "state", str, many=True, description="any of these states (repeat, or a,b)"
+            ),
+            OpenApiParameter("after", str, description="the `next` of the previous page"),
+            OpenApiParameter("limit", int, description="page size, 1 to 1000 (default 100)"),
+        ],
+        operation_id="jobs_list",
+        responses={200: JobPageSerializer, **_ERRORS},
+        summary="List jobs (only of the queues you may watch), oldest first, a page at a time",
+    )
+    def get(self, request: Request) -> Response:
+        params = request.query_params
+        page, next_cursor = job_queries.jobs_list(
+            actor=request.user,
+            queue=params.get("queue") or None,
+            job_set=params.get("jobSetId") or None,
+            states=_states(request),
+            after=params.get("after"),
+            limit=params.get("limit"),
+        )
+        return Response({"items": JobSummarySerializer(page, many=True).data, "next": next_cursor})
+
+    @extend_schema(
         request=JobFileSerializer,
         responses={201: SubmitResultSerializer, **_ERRORS},
         examples=_EXAMPLES["job-file"],
@@ -259,15 +323,22 @@ class RetryPolicyListView(ApiView):
 
     @extend_schema(
         request=RetryPolicySerializer,
+        parameters=[_DRY_RUN],
         responses={
             201: RetryPolicySerializer,
-            409: OpenApiResponse(description="name taken"),
+            200: RetryPolicySerializer,
+            409: _CONFLICT,
             **_ERRORS,
         },
         examples=_EXAMPLES["policy"],
-        summary="Create a retry policy (YAML or JSON body)",
+        summary="Create a retry policy, YAML or JSON body (or only check it, with dryRun=true)",
     )
     def post(self, request: Request) -> Response:
+        if _dry_run(request):
+            row = dryrun.policy_create_check(
+                actor=request.user, data=request.data, now=timezone.now()
+            )
+            return Response(policy_services.policy_as_document(row))
         row = policy_services.policy_create(
             actor=request.user, data=request.data, now=timezone.now()
         )
@@ -341,12 +412,33 @@ class JobReprioritizeView(ApiView):
 
 class JobCancelView(ApiView):
     @extend_schema(
-        request=CancelSerializer,
+        request={"application/json": CancelSerializer, "application/yaml": CancelSerializer},
         responses={200: ReprioritizeResultSerializer, **_ERRORS},
         examples=_EXAMPLES["cancel"],
-        summary="Cancel jobs of a job set (all its unfinished jobs when jobIds is left out)",
+        summary="Cancel jobs: of a job set ({queue, jobSetId, jobIds?}) or of a whole queue by "
+        "state ({queue, states}); all or nothing",
+        description="With `jobSetId`: the given jobs of the job set, or all its unfinished "
+        "jobs when `jobIds` is left out. With `states` (and no `jobSetId`): every job of the "
+        "queue in one of those states (see CancelByState). Needs the `cancel` verb on the "
+        "queue. The jobs are cancelled in one transaction: either all or none.",
     )
     def post(self, request: Request) -> Response:
+        data = request.data if isinstance(request.data, dict) else {}
+        if "states" in data:
+            if "jobSetId" in data or "jobIds" in data:
+                raise ValidationFailed.one(
+                    "states", "give either jobSetId (and jobIds) or states, not both"
+                )
+            if not isinstance(data.get("queue"), str) or not data.get("queue"):
+                raise ValidationFailed.one("queue", "is required")
+            changed = jobs_cancel_by_state(
+                actor=request.user,
+                queue=data["queue"],
+                states=data["states"],
+                reason=_reason(data),
+                now=timezone.now(),
+            )
+            return Response({"jobIds": changed})
         data, job_ids = _job_set_selection(request)
         reason = _reason(data)
         changed = jobs_cancel(
@@ -358,3 +450,89 @@ class JobCancelView(ApiView):
             now=timezone.now(),
         )
         return Response({"jobIds": changed})
+
+
+class JobCancelByStateView(ApiView):
+    # The same operation as ``POST /jobs/cancel`` with ``states``, under its own path so
+    # that the schema describes its body exactly.
+    @extend_schema(
+        request=CancelByStateSerializer,
+        responses={200: ReprioritizeResultSerializer, **_ERRORS},
+        summary="Cancel every job of a queue in the given states (all or nothing)",
+    )
+    def post(self, request: Request) -> Response:
+        data = request.data if isinstance(request.data, dict) else {}
+        if not isinstance(data.get("queue"), str) or not data.get("queue"):
+            raise ValidationFailed.one("queue", "is required")
+        changed = jobs_cancel_by_state(
+            actor=request.user,
+            queue=data["queue"],
+            states=data.get("states"),
+            reason=_reason(data),
+            now=timezone.now(),
+        )
+        return Response({"jobIds": changed})
+
+
+def _states(request: Request) -> list[str]:
+    """``state=a&state=b`` or ``state=a,b``."""
+    return [
+        s.strip() for v in request.query_params.getlist("state") for s in v.split(",") if s.strip()
+    ]
+
+
+class JobSchedulingView(ApiView):
+    @extend_schema(
+        responses={200: JobSchedulingSerializer, **_ERRORS},
+        summary="Why a job is waiting: its pending reason and the latest scheduling rounds",
+    )
+    def get(self, request: Request, job_id: str) -> Response:
+        found = job_queries.job_scheduling(actor=request.user, job_id=job_id)
+        return Response(JobSchedulingSerializer(found).data)
+
+
+class QueueJobSetsView(ApiView):
+    @extend_schema(
+        responses={200: JobSetSerializer(many=True), **_ERRORS},
+        summary="The job sets of a queue with their job counts per state",
+    )
+    def get(self, request: Request, name: str) -> Response:
+        sets = job_queries.job_sets_list(actor=request.user, queue=name)
+        return Response(JobSetSerializer(sets, many=True).data)
+
+
+class ExecutorListView(ApiView):
+    @extend_schema(responses={200: ExecutorSerializer(many=True)}, summary="List executors")
+    def get(self, request: Request) -> Response:
+        rows = executor_services.executor_list(now=timezone.now())
+        return Response(ExecutorSerializer(rows, many=True).data)
+
+
+class ExecutorDetailView(ApiView):
+    @extend_schema(
+        responses={200: ExecutorDetailSerializer, **_ERRORS},
+        summary="An executor with its nodes (labels, allocatable, unschedulable)",
+    )
+    def get(self, request: Request, executor_id: str) -> Response:
+        found = executor_services.executor_get(executor_id=executor_id, now=timezone.now())
+        return Response(ExecutorDetailSerializer(found).data)
+
+
+class ExecutorCordonView(ApiView):
+    cordoned = True
+
+    @extend_schema(
+        request=None,
+        responses={200: ExecutorDetailSerializer, **_ERRORS},
+        summary="Cordon (no new leases; running jobs carry on) or uncordon an executor",
+        description="Needs the global `cordon_queue` permission (there is no executor "
+        "codename; this is the one that already means stopping new work).",
+    )
+    def post(self, request: Request, executor_id: str) -> Response:
+        found = executor_services.executor_set_cordoned(
+            actor=request.user,
+            executor_id=executor_id,
+            cordoned=self.cordoned,
+            now=timezone.now(),
+        )
+        return Response(ExecutorDetailSerializer(found).data)

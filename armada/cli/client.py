@@ -219,9 +219,11 @@ class ArmadaClient:
             raise ApiError("the server's queue is not a JSON object")
         return data
 
-    def create_queue(self, queue: Mapping[str, Any]) -> dict[str, Any]:
-        """``POST /api/v1/queues``; returns the queue as stored."""
-        data = self._json(self._request("POST", "queues", body=dict(queue)))
+    def create_queue(self, queue: Mapping[str, Any], *, dry_run: bool = False) -> dict[str, Any]:
+        """``POST /api/v1/queues``; returns the queue as stored (with ``dry_run``, as it
+        would be stored: the server checks everything and writes nothing)."""
+        params = {"dryRun": "true"} if dry_run else None
+        data = self._json(self._request("POST", "queues", body=dict(queue), params=params))
         return data if isinstance(data, dict) else {}
 
     def _object(self, response: requests.Response, what: str) -> dict[str, Any]:
@@ -297,6 +299,40 @@ class ArmadaClient:
         result = self._object(self._request("POST", f"jobs/{action}", body=body), action)
         return list(result.get("jobIds") or [])
 
+    def cancel_by_state(self, queue: str, states: list[str], reason: str = "") -> list[str]:
+        """``POST /api/v1/jobs/cancel`` with ``{queue, states}``: every job of the queue in
+        one of ``states``, all or nothing; returns their ids."""
+        body: dict[str, Any] = {"queue": queue, "states": states}
+        if reason:
+            body["reason"] = reason
+        result = self._object(self._request("POST", "jobs/cancel", body=body), "cancel")
+        return list(result.get("jobIds") or [])
+
+    def list_job_sets(self, queue: str) -> list[dict[str, Any]]:
+        """``GET /api/v1/queues/{queue}/job-sets``: job sets with counts per state."""
+        response = self._request("GET", f"queues/{quote(queue, safe='')}/job-sets")
+        return self._list(response, "job set list")
+
+    def get_job_scheduling(self, job_id: str) -> dict[str, Any]:
+        """``GET /api/v1/jobs/{id}/scheduling``: why the job waits, and the latest rounds."""
+        response = self._request("GET", f"jobs/{quote(job_id, safe='')}/scheduling")
+        return self._object(response, "scheduling record")
+
+    def list_executors(self) -> list[dict[str, Any]]:
+        """``GET /api/v1/executors``."""
+        return self._list(self._request("GET", "executors"), "executor list")
+
+    def get_executor(self, executor_id: str) -> dict[str, Any]:
+        """``GET /api/v1/executors/{id}``: the executor with its nodes."""
+        response = self._request("GET", f"executors/{quote(executor_id, safe='')}")
+        return self._object(response, "executor")
+
+    def set_executor_cordoned(self, executor_id: str, cordoned: bool) -> dict[str, Any]:
+        """``POST /api/v1/executors/{id}/cordon`` or ``.../uncordon``."""
+        action = "cordon" if cordoned else "uncordon"
+        response = self._request("POST", f"executors/{quote(executor_id, safe='')}/{action}")
+        return self._object(response, "executor")
+
     def get_run_log(self, run_id: str) -> dict[str, Any]:
         """``GET /api/v1/runs/{run_id}/log``: ``{"runId", "jobId", "log", "truncated", ...}``."""
         response = self._request("GET", f"runs/{quote(run_id, safe='')}/log")
@@ -316,9 +352,13 @@ class ArmadaClient:
         response = self._request("GET", f"retry-policies/{quote(name, safe='')}")
         return self._object(response, "retry policy")
 
-    def create_retry_policy(self, document: Mapping[str, Any]) -> dict[str, Any]:
-        """``POST /api/v1/retry-policies``; returns the policy as stored (with its version)."""
-        response = self._request("POST", "retry-policies", body=dict(document))
+    def create_retry_policy(
+        self, document: Mapping[str, Any], *, dry_run: bool = False
+    ) -> dict[str, Any]:
+        """``POST /api/v1/retry-policies``; returns the policy as stored (with its version).
+        With ``dry_run`` the server checks it and writes nothing."""
+        params = {"dryRun": "true"} if dry_run else None
+        response = self._request("POST", "retry-policies", body=dict(document), params=params)
         return self._object(response, "retry policy")
 
     def update_retry_policy(self, name: str, document: Mapping[str, Any]) -> dict[str, Any]:

@@ -13,11 +13,16 @@ from armada.cli.config import Settings, resolve_settings
 from armada.cli.jobfile import JobFileError, check_job_file, describe_job_file, load_job_file
 from armada.cli.output import (
     render_data,
+    render_executor,
+    render_executors,
+    render_job_sets,
     render_policies,
     render_queue,
     render_queues,
+    render_scheduling,
 )
 from armada.cli.policyfile import load_policy_file
+from armada.cli.resourcefile import load_resources
 from armada.cli.watch import JobSetTracker, run_watch
 
 PROG = "armadactl"
@@ -54,8 +59,14 @@ def cmd_create_queue(args: argparse.Namespace) -> int:
         body["retryPolicies"] = args.retry_policies
     if args.cordoned:
         body["cordoned"] = True
-    queue = make_client(args).create_queue(body)
-    out(f"Created queue {queue.get('name') or args.name}")
+    dry_run = getattr(args, "dry_run", False)
+    queue = make_client(args).create_queue(body, dry_run=dry_run)
+    name = queue.get("name") or args.name
+    out(
+        f"Queue {name} is valid (dry run: nothing was created)"
+        if dry_run
+        else f"Created queue {name}"
+    )
     return EXIT_OK
 
 
@@ -125,8 +136,54 @@ def _policy_line(verb: str, policy: Mapping[str, Any], document: Mapping[str, An
 
 def cmd_create_retry_policy(args: argparse.Namespace) -> int:
     document = load_policy_file(args.file)
-    policy = make_client(args).create_retry_policy(document)
-    out(_policy_line("Created", policy, document))
+    dry_run = getattr(args, "dry_run", False)
+    policy = make_client(args).create_retry_policy(document, dry_run=dry_run)
+    if dry_run:
+        out(
+            f"Retry policy {policy.get('name') or document.get('name')} is valid "
+            "(dry run: nothing was created)"
+        )
+    else:
+        out(_policy_line("Created", policy, document))
+    return EXIT_OK
+
+
+def cmd_create_from_file(args: argparse.Namespace) -> int:
+    """``create -f FILE``: every document of the file, in order. Stops at the first one the
+    server refuses (those before it stay created, and are listed). With ``--dry-run`` every
+    document is checked by the server and nothing is created."""
+    if not args.file:
+        raise ApiError("give a RESOURCE (queue, retry-policy) or -f FILE")
+    resources = load_resources(args.file)
+    client = make_client(args)
+    done: list[str] = []
+    policies_in_file: set[str] = set()
+    for resource in resources:
+        label = f"{'queue' if resource.kind == 'Queue' else 'retry policy'} {resource.name}"
+        try:
+            if resource.kind == "Queue":
+                body = resource.body
+                named = body.get("retryPolicies")
+                if args.dry_run and isinstance(named, list):
+                    # A policy created earlier in this file does not exist yet in a dry
+                    # run; the server checks the other names.
+                    body = {
+                        **body,
+                        "retryPolicies": [p for p in named if p not in policies_in_file],
+                    }
+                client.create_queue(body, dry_run=args.dry_run)
+            else:
+                client.create_retry_policy(resource.body, dry_run=args.dry_run)
+                policies_in_file.add(resource.name)
+        except ApiError as exc:
+            before = f" ({', '.join(done)} {'checked' if args.dry_run else 'created'} before it)"
+            raise ApiError(
+                f"{label}: {exc.message}" + (before if done else ""), exc.errors, exc.status
+            ) from None
+        done.append(label)
+        out(f"{label[0].upper()}{label[1:]} is valid" if args.dry_run else f"Created {label}")
+    if args.dry_run:
+        out("Dry run: nothing was created.")
     return EXIT_OK
 
 
@@ -176,6 +233,46 @@ def cmd_cancel(args: argparse.Namespace) -> int:
     ids = [args.job_id] if args.job_id else None
     cancelled = make_client(args).cancel(args.queue, args.job_set, ids)
     out(f"Cancelling {len(cancelled)} job(s)")
+    return EXIT_OK
+
+
+def cmd_cancel_queue(args: argparse.Namespace) -> int:
+    cancelled = make_client(args).cancel_by_state(args.queue, args.states, args.reason or "")
+    out(f"Cancelling {len(cancelled)} job(s) in queue {args.queue} ({', '.join(args.states)})")
+    return EXIT_OK
+
+
+def cmd_get_job_sets(args: argparse.Namespace) -> int:
+    job_sets = make_client(args).list_job_sets(args.queue)
+    if not job_sets and args.output == "table":
+        print(f"No job sets in queue {args.queue}.", file=sys.stderr)
+        return EXIT_OK
+    out(render_job_sets(job_sets, args.output))
+    return EXIT_OK
+
+
+def cmd_get_executors(args: argparse.Namespace) -> int:
+    executors = make_client(args).list_executors()
+    if not executors and args.output == "table":
+        print("No executors found.", file=sys.stderr)
+        return EXIT_OK
+    out(render_executors(executors, args.output))
+    return EXIT_OK
+
+
+def cmd_get_executor(args: argparse.Namespace) -> int:
+    out(render_executor(make_client(args).get_executor(args.executor_id), args.output))
+    return EXIT_OK
+
+
+def cmd_cordon_executor(args: argparse.Namespace) -> int:
+    make_client(args).set_executor_cordoned(args.executor_id, args.cordoned)
+    out(f"{'Cordoned' if args.cordoned else 'Uncordoned'} executor {args.executor_id}")
+    return EXIT_OK
+
+
+def cmd_get_scheduling(args: argparse.Namespace) -> int:
+    out(render_scheduling(make_client(args).get_job_scheduling(args.job_id), args.output))
     return EXIT_OK
 
 

@@ -115,6 +115,119 @@ def render_policies(policies: Sequence[Mapping[str, Any]], fmt: str) -> str:
     return render_policies_table(policies) if fmt == "table" else render_data(list(policies), fmt)
 
 
+JOB_SET_STATES = (
+    "queued",
+    "leased",
+    "pending",
+    "running",
+    "succeeded",
+    "failed",
+    "cancelled",
+    "preempted",
+    "rejected",
+)
+
+
+def render_job_sets(job_sets: Sequence[Mapping[str, Any]], fmt: str) -> str:
+    """One row per job set: its job count in each state, the total, and whether it is
+    still active."""
+    if fmt != "table":
+        return render_data(list(job_sets), fmt)
+    headers = ["JOB SET", *(s.upper() for s in JOB_SET_STATES), "TOTAL", "ACTIVE"]
+    rows = []
+    for job_set in job_sets:
+        counts = job_set.get("counts") or {}
+        rows.append(
+            [
+                cell(job_set.get("jobSetId")),
+                *(str(counts.get(s, 0)) for s in JOB_SET_STATES),
+                cell(job_set.get("total")),
+                cell(job_set.get("active")),
+            ]
+        )
+    return render_table(headers, rows)
+
+
+EXECUTOR_HEADERS = ("ID", "POOL", "BACKEND", "CORDONED", "ALIVE", "NODES", "LAST HEARTBEAT")
+
+
+def render_executors(executors: Sequence[Mapping[str, Any]], fmt: str) -> str:
+    if fmt != "table":
+        return render_data(list(executors), fmt)
+    rows = [
+        [
+            cell(e.get("id")),
+            cell(e.get("pool")),
+            cell(e.get("backend")),
+            cell(e.get("cordoned")),
+            cell(e.get("alive")),
+            cell(e.get("nodeCount")),
+            timestamp_cell(e.get("lastHeartbeat")),
+        ]
+        for e in executors
+    ]
+    return render_table(EXECUTOR_HEADERS, rows)
+
+
+NODE_HEADERS = ("NODE", "POOL", "UNSCHEDULABLE", "ALLOCATABLE", "LABELS")
+
+
+def render_executor(executor: Mapping[str, Any], fmt: str) -> str:
+    """The executor's row, a blank line, then one row per node."""
+    if fmt != "table":
+        return render_data(dict(executor), fmt)
+    nodes = executor.get("nodes") or []
+    rows = [
+        [
+            cell(n.get("name")),
+            cell(n.get("pool")),
+            cell(n.get("unschedulable")),
+            cell(n.get("allocatable")),
+            cell(n.get("labels")),
+        ]
+        for n in nodes
+    ]
+    table = render_table(NODE_HEADERS, rows) if rows else "No nodes."
+    return render_executors([executor], "table") + "\n\n" + table
+
+
+ROUND_HEADERS = ("ROUND", "STARTED", "DURATION MS", "CONSIDERED", "LEASED", "UNSCHEDULABLE")
+
+
+def render_scheduling(record: Mapping[str, Any], fmt: str) -> str:
+    """Why a job waits, for people: its state, the reason, then the latest rounds."""
+    if fmt != "table":
+        return render_data(dict(record), fmt)
+    state = record.get("state")
+    reason = record.get("pendingReason")
+    lines = [f"Job {record.get('jobId')} ({record.get('queue')}/{record.get('jobSetId')}): {state}"]
+    if isinstance(reason, Mapping):
+        lines.append(
+            f"Pending: {reason.get('reason')} "
+            f"(round {reason.get('roundId')}, {timestamp_cell(reason.get('at'))})"
+        )
+    elif state == "queued":
+        lines.append("Pending: no scheduling round has considered this job yet.")
+    else:
+        lines.append("Not pending: the job is not queued.")
+    rounds = record.get("latestRounds") or []
+    if rounds:
+        lines += ["", "Latest rounds:"]
+        rows = [
+            [
+                cell(r.get("id")),
+                timestamp_cell(r.get("startedAt")),
+                cell(r.get("durationMs")),
+                cell(r.get("considered")),
+                cell(r.get("leased")),
+                cell(r.get("unschedulable")),
+            ]
+            for r in rounds
+        ]
+        lines.append(render_table(ROUND_HEADERS, rows))
+    return "\n".join(lines)
+
+
 def format_error(message: str, errors: Iterable[tuple[str, str]] = ()) -> str:
     """``Error: <message>`` then one ``  <field>: <message>`` line per field error."""
     lines = [f"Error: {message}"]

@@ -12,16 +12,23 @@ from armada.cli.commands import (
     PROG,
     check_update_queue,
     cmd_cancel,
+    cmd_cancel_queue,
+    cmd_cordon_executor,
     cmd_cordon_queue,
+    cmd_create_from_file,
     cmd_create_queue,
     cmd_create_retry_policy,
     cmd_delete_queue,
     cmd_delete_retry_policy,
+    cmd_get_executor,
+    cmd_get_executors,
     cmd_get_job,
+    cmd_get_job_sets,
     cmd_get_queue,
     cmd_get_queues,
     cmd_get_retry_policies,
     cmd_get_retry_policy,
+    cmd_get_scheduling,
     cmd_logs,
     cmd_preempt_job,
     cmd_reprioritize,
@@ -56,12 +63,37 @@ examples:
   armadactl update queue analytics --retry-policies ml-training-retries
   armadactl cordon queue analytics
   armadactl create retry-policy -f policy.yaml
+  armadactl create -f resources.yaml --dry-run   # queues and policies, --- between them
   armadactl get retry-policy ml-training-retries > policy.yaml   # edit, then:
   armadactl update retry-policy -f policy.yaml
   armadactl submit jobs.yaml --dry-run
   armadactl watch analytics nightly --exit-if-inactive
   armadactl get job 01jabc...          # the job and its runs (state, exit code, category)
   armadactl logs 01jrun...             # the log of one run
+  armadactl get job-sets analytics     # job counts per state of each job set
+  armadactl get scheduling 01jabc...   # why a job is still queued
+  armadactl cancel queue analytics --state queued
+  armadactl get executors; armadactl cordon executor cluster-1
+"""
+
+RESOURCE_FILE_HELP = """FILE is YAML (several documents separated by ---) or JSON; each document has a
+kind, Queue or RetryPolicy:
+
+  apiVersion: armadaproject.io/v1beta1
+  kind: Queue
+  name: analytics
+  priorityFactor: 2
+  owners: [alice]
+  retryPolicies: [ml-training-retries]
+  ---
+  apiVersion: armadaproject.io/v1beta1
+  kind: RetryPolicy
+  name: ml-training-retries
+  retryLimit: 3
+  defaultAction: Fail
+
+The documents are created in order; the first one the server refuses stops the command
+(exit 1). With --dry-run the server checks each one and nothing is created.
 """
 
 POLICY_FILE_HELP = """FILE is YAML or JSON (- for standard input) holding one retry policy:
@@ -236,17 +268,40 @@ def build_parser() -> ArgumentParser:
 
     # create queue
     create = commands.add_parser(
-        "create", help="Create a resource.", description="Create a resource."
+        "create",
+        help="Create a resource, or every resource in a file (-f FILE).",
+        description="Create a resource, or every resource in a file (-f FILE).",
+        epilog=RESOURCE_FILE_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    create_what = create.add_subparsers(dest="resource", metavar="RESOURCE", required=True)
+    _add_global_options(create, suppress=True)
+    create.add_argument(
+        "-f",
+        "--file",
+        metavar="FILE",
+        help="queues and retry policies to create (kind: Queue | RetryPolicy); - for stdin",
+    )
+    create.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="have the server check everything; create nothing",
+    )
+    create.set_defaults(handler=cmd_create_from_file)
+    create_what = create.add_subparsers(dest="resource", metavar="RESOURCE", required=False)
     cq = leaf(create_what, "queue", "Create a queue.")
     cq.add_argument("name", metavar="NAME", help="queue name (a lower-case RFC 1123 label)")
     _add_queue_fields(cq, update=False)
     cq.add_argument(
         "--cordoned", action="store_true", help="create it cordoned (no new jobs accepted)"
     )
+    cq.add_argument(
+        "--dry-run", action="store_true", help="have the server check it; create nothing"
+    )
     cq.set_defaults(handler=cmd_create_queue)
     crp = policy_leaf(create_what, "retry-policy", "Create a retry policy from a file.")
+    crp.add_argument(
+        "--dry-run", action="store_true", help="have the server check it; create nothing"
+    )
     crp.set_defaults(handler=cmd_create_retry_policy)
 
     # update queue / update retry-policy
@@ -310,6 +365,14 @@ def build_parser() -> ArgumentParser:
         vq = leaf(verb_what, "queue", help_text)
         vq.add_argument("name", metavar="NAME")
         vq.set_defaults(handler=cmd_cordon_queue, cordoned=cordoned)
+        executor_help = (
+            "Cordon an executor: it gets no new leases; its running jobs carry on."
+            if cordoned
+            else "Uncordon an executor: it gets new leases again."
+        )
+        ve = leaf(verb_what, "executor", executor_help)
+        ve.add_argument("executor_id", metavar="ID")
+        ve.set_defaults(handler=cmd_cordon_executor, cordoned=cordoned)
 
     # get queue / get queues
     get = commands.add_parser("get", help="Show resources.", description="Show resources.")
@@ -332,6 +395,21 @@ def build_parser() -> ArgumentParser:
     gj.add_argument("job_id", metavar="JOB_ID")
     _add_output_option(gj, DOCUMENT_FORMATS)
     gj.set_defaults(handler=cmd_get_job)
+    gjs = leaf(get_what, "job-sets", "List the job sets of a queue with job counts per state.")
+    gjs.add_argument("queue", metavar="QUEUE")
+    _add_output_option(gjs)
+    gjs.set_defaults(handler=cmd_get_job_sets)
+    ges = leaf(get_what, "executors", "List the executors.")
+    _add_output_option(ges)
+    ges.set_defaults(handler=cmd_get_executors)
+    ge = leaf(get_what, "executor", "Show one executor with its nodes.")
+    ge.add_argument("executor_id", metavar="ID")
+    _add_output_option(ge)
+    ge.set_defaults(handler=cmd_get_executor)
+    gs = leaf(get_what, "scheduling", "Show why a job is still queued (its scheduling record).")
+    gs.add_argument("job_id", metavar="JOB_ID")
+    _add_output_option(gs)
+    gs.set_defaults(handler=cmd_get_scheduling)
 
     # submit
     submit = leaf(commands, "submit", "Submit the jobs of a job file (YAML or JSON).")
@@ -399,6 +477,22 @@ def build_parser() -> ArgumentParser:
     cs.add_argument("queue", metavar="QUEUE")
     cs.add_argument("job_set", metavar="JOBSET")
     cs.set_defaults(handler=cmd_cancel, job_id=None)
+    cqs = leaf(
+        cancel_kinds,
+        "queue",
+        "Cancel every job of a queue (any job set) in the given states, all or nothing.",
+    )
+    cqs.add_argument("queue", metavar="QUEUE")
+    cqs.add_argument(
+        "--state",
+        dest="states",
+        action="append",
+        required=True,
+        choices=("queued", "leased", "pending", "running"),
+        help="a state to cancel (repeat for several)",
+    )
+    cqs.add_argument("--reason", default="", help="recorded on the cancelled jobs")
+    cqs.set_defaults(handler=cmd_cancel_queue)
 
     # reprioritize
     repri = commands.add_parser(

@@ -19,6 +19,8 @@ from django.db import connection, transaction
 
 from armada.core.states import EventType
 from armada.models import Event
+from armada.services.bulk import insert_rows
+from armada.services.event_notify import publish_on_commit
 
 _EVENT_LOCK_KEY = 0x41524D41  # "ARMA"
 
@@ -34,28 +36,31 @@ class NewEvent:
     payload: dict[str, Any] = field(default_factory=dict)
 
 
-def events_append(*, events: Sequence[NewEvent]) -> list[Event]:
-    """Insert ``events`` in order, in the caller's transaction."""
+def events_append(*, events: Sequence[NewEvent]) -> int:
+    """Insert ``events`` in order, in the caller's transaction; returns how many."""
     if not events:
-        return []
+        return 0
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("events_append must run inside transaction.atomic")
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_EVENT_LOCK_KEY])
     rows = [
-        Event(
-            created=e.created,
-            queue=e.queue,
-            job_set=e.job_set,
-            job_id=e.job_id,
-            run_id=e.run_id,
-            type=str(e.type),
-            payload=e.payload,
-        )
+        {
+            "created": e.created,
+            "queue": e.queue,
+            "job_set": e.job_set,
+            "job_id": e.job_id,
+            "run_id": e.run_id,
+            "type": str(e.type),
+            "payload": e.payload,
+        }
         for e in events
     ]
-    return Event.objects.bulk_create(rows, batch_size=2000)
+    count = insert_rows(Event, rows)
+    # After the commit, wake the streams watching these job sets (a no-op without Redis).
+    publish_on_commit({f"{e.queue}/{e.job_set}" for e in events})
+    return count
 
 
 def event_as_dict(event: Event) -> dict[str, Any]:

@@ -323,4 +323,3 @@ def _claim_queued(ids: list[str], now: datetime) -> dict[str, tuple]:
             )
             claimed.update((row[0], row) for row in cursor.fetchall())
     return claimed
-

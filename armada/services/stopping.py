@@ -23,7 +23,7 @@ from django.db import transaction
 from armada.core.states import EventType, JobState, RunState
 from armada.models import Job, Queue, Run
 from armada.services.authz import require_queue_verb
-from armada.services.errors import Conflict, NotFound
+from armada.services.errors import Conflict, NotFound, ValidationFailed
 from armada.services.events import NewEvent, events_append
 from armada.services.jobs import live_jobs_for_update
 from armada.services.runs import Changes
@@ -86,23 +86,72 @@ def jobs_cancel(
     reason = reason or f"cancelled by {actor.get_username()}"
     with transaction.atomic():
         jobs = live_jobs_for_update(queue=queue_row, job_set=job_set, job_ids=job_ids)
-        queued = [j for j in jobs if j.state == JobState.QUEUED]
-        events = []
-        for job in queued:
-            common = {"queue": queue, "job_set": job_set, "job_id": job.id, "created": now}
-            events.append(NewEvent(EventType.CANCELLING, payload={"reason": reason}, **common))
-            events.append(NewEvent(EventType.CANCELLED, payload={"reason": reason}, **common))
+        _cancel_locked(jobs, queue=queue, reason=reason, now=now)
+    return [j.id for j in jobs]
+
+
+CANCELLABLE_STATES = [s.value for s in JobState if not s.terminal]
+
+
+def parse_cancel_states(states: Any) -> list[str]:
+    """The ``states`` of a cancel-by-state request: a non-empty list of unfinished states."""
+    if not isinstance(states, list) or not states or not all(isinstance(s, str) for s in states):
+        raise ValidationFailed.one(
+            "states", f"must be a non-empty list of job states: {', '.join(CANCELLABLE_STATES)}"
+        )
+    unknown = [s for s in states if s not in CANCELLABLE_STATES]
+    if unknown:
+        raise ValidationFailed.one(
+            "states",
+            f"cannot cancel jobs in state {', '.join(map(repr, unknown))}; "
+            f"choose from {', '.join(CANCELLABLE_STATES)}",
+        )
+    return sorted(set(states), key=CANCELLABLE_STATES.index)
+
+
+def jobs_cancel_by_state(
+    *, actor: Any, queue: str, states: Any, reason: str, now: datetime
+) -> list[str]:
+    """Cancel every job of ``queue`` (any job set) whose state is one of ``states``; returns
+    their ids. All or nothing: the jobs are locked and cancelled in one transaction, so a
+    failure leaves every job as it was. Needs the ``cancel`` verb on the queue."""
+    wanted = parse_cancel_states(states)
+    queue_row = Queue.objects.filter(name=queue).first()
+    if queue_row is None:
+        raise NotFound(f"queue {queue!r} does not exist")
+    require_queue_verb(actor, queue_row, "cancel")
+    reason = reason or f"cancelled by {actor.get_username()}"
+    with transaction.atomic():
+        jobs = list(
+            Job.objects.select_for_update()
+            .filter(queue=queue_row, state__in=wanted)
+            .only("id", "job_set", "state")
+            .order_by("id")
+        )
+        _cancel_locked(jobs, queue=queue, reason=reason, now=now)
+    return [j.id for j in jobs]
+
+
+def _cancel_locked(jobs: list[Job], *, queue: str, reason: str, now: datetime) -> None:
+    """Cancel ``jobs`` (locked by the caller's transaction): queued ones at once, the others
+    by asking their executors to stop the active run."""
+    queued = [j for j in jobs if j.state == JobState.QUEUED]
+    events = []
+    for job in queued:
+        common = {"queue": queue, "job_set": job.job_set, "job_id": job.id, "created": now}
+        events.append(NewEvent(EventType.CANCELLING, payload={"reason": reason}, **common))
+        events.append(NewEvent(EventType.CANCELLED, payload={"reason": reason}, **common))
+    if queued:
         Job.objects.filter(id__in=[j.id for j in queued]).update(
             state=JobState.CANCELLED,
             last_transition_at=now,
             terminal_reason="Cancelled",
             terminal_message=reason,
         )
-        events_append(events=events)
-        runs_request_stop(
-            job_ids=[j.id for j in jobs if j.state != JobState.QUEUED],
-            kind=CANCEL,
-            reason=reason,
-            now=now,
-        )
-    return [j.id for j in jobs]
+    events_append(events=events)
+    runs_request_stop(
+        job_ids=[j.id for j in jobs if j.state != JobState.QUEUED],
+        kind=CANCEL,
+        reason=reason,
+        now=now,
+    )

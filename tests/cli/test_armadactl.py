@@ -1188,7 +1188,17 @@ def test_help_lists_the_new_commands(capsys: pytest.CaptureFixture[str]) -> None
     code, out, _ = run(capsys, "get", "--help")
     assert code == 0
     listed = [line.split()[0] for line in out.splitlines() if re.match(r"    \S", line)]
-    assert listed == ["queue", "queues", "retry-policy", "retry-policies", "job"]
+    assert listed == [
+        "queue",
+        "queues",
+        "retry-policy",
+        "retry-policies",
+        "job",
+        "job-sets",
+        "executors",
+        "executor",
+        "scheduling",
+    ]
 
 
 def test_preempt_job_checks_queue_and_job_set_then_asks_the_server(

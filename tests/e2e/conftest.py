@@ -232,3 +232,9 @@ def launch(transactional_db, tmp_path, django_user_model) -> Iterator:
 @pytest.fixture
 def system(launch) -> System:
     return launch(E2E_CONFIG)
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hashing():
+    """The servers started here check passwords with the production hashers, so users made
+    by these tests must be hashed with them too (this overrides the suite-wide shortcut)."""

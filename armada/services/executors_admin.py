@@ -1,0 +1,76 @@
+"""Executors and nodes for operators: reading them, and cordoning an executor.
+
+A cordoned executor keeps its running jobs but gets no new leases (the scheduler only
+places jobs on the nodes of live, uncordoned executors). DESIGN.md section 4 has no
+codename for executors; cordoning one needs ``cordon_queue``, the global permission that
+already means "may stop new work from being scheduled".
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Count
+
+from armada.models import Executor, Node
+from armada.services.authz import require_global
+from armada.services.errors import NotFound
+
+CORDON_EXECUTOR_PERMISSION = "cordon_queue"
+
+
+def _alive_since(now: datetime) -> datetime:
+    return now - timedelta(seconds=float(settings.ARMADA.executor_timeout))
+
+
+def executor_summary(executor: Executor, *, now: datetime) -> dict[str, Any]:
+    return {
+        "id": executor.id,
+        "pool": executor.pool,
+        "backend": executor.backend,
+        "cordoned": executor.cordoned,
+        "alive": executor.last_heartbeat >= _alive_since(now),
+        "registeredAt": executor.registered_at,
+        "lastHeartbeat": executor.last_heartbeat,
+        "trackedNodeLabels": executor.tracked_node_labels,
+        "nodeCount": getattr(executor, "node_count", None),
+    }
+
+
+def node_summary(node: Node) -> dict[str, Any]:
+    return {
+        "name": node.name,
+        "pool": node.pool,
+        "labels": node.labels,
+        "taints": node.taints,
+        "allocatable": node.allocatable,
+        "unschedulable": node.unschedulable,
+        "lastSeen": node.last_seen,
+    }
+
+
+def executor_list(*, now: datetime) -> list[dict[str, Any]]:
+    rows = Executor.objects.annotate(node_count=Count("nodes")).order_by("id")
+    return [executor_summary(e, now=now) for e in rows]
+
+
+def executor_get(*, executor_id: str, now: datetime) -> dict[str, Any]:
+    executor = Executor.objects.annotate(node_count=Count("nodes")).filter(id=executor_id).first()
+    if executor is None:
+        raise NotFound(f"executor {executor_id!r} does not exist")
+    nodes = Node.objects.filter(executor=executor).order_by("name")
+    return {**executor_summary(executor, now=now), "nodes": [node_summary(n) for n in nodes]}
+
+
+def executor_set_cordoned(
+    *, actor: Any, executor_id: str, cordoned: bool, now: datetime
+) -> dict[str, Any]:
+    """Cordon (no new leases) or uncordon an executor; idempotent."""
+    require_global(actor, CORDON_EXECUTOR_PERMISSION, "cordon or uncordon executors")
+    with transaction.atomic():
+        if not Executor.objects.filter(id=executor_id).update(cordoned=cordoned):
+            raise NotFound(f"executor {executor_id!r} does not exist")
+    return executor_get(executor_id=executor_id, now=now)
