@@ -13,22 +13,26 @@ retryable, decision) are not copied onto the job: a page loads the latest runs o
 one query, and the filters on them test the job's latest run (its run with the greatest id:
 ids sort by creation) with an ``EXISTS``. The frequent filters (queue, queue and state,
 failure category, job-set prefix) are on job columns with indexes of their own
-(migration 0009).
+(migrations 0009 and 0010).
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import json
+import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode
 
-from django.db import connection
+from django.db import connection, connections
 from django.db.models import CharField, Count, Exists, F, Func, OuterRef, Q, QuerySet
+from django.utils import timezone
 
 from armada.core.quantity import CPU, GPU, MEMORY, format_quantity
 from armada.core.states import JobState
@@ -327,14 +331,25 @@ def jobs_page(*, actor: Any, params: TableParams, page_size: int = PAGE_SIZE) ->
         qs = qs.filter(_keyset(column, cursor[0], cursor[1], walk_down))
     prefix = "-" if walk_down else ""
     order: list[Any] = [f"{prefix}{column}", f"{prefix}id"] if column != "id" else [f"{prefix}id"]
-    if column == "id" and params.filters.job_set and connection.vendor == "postgresql":
+    if (
+        column == "id"
+        and params.filters.job_set
+        and connection.vendor == "postgresql"
+        and not _broad_job_set_prefix(params.filters.job_set)
+    ):
         # Jobs of a job set are submitted together, so PostgreSQL's guess that matches of a
         # prefix are spread evenly over the ids is wrong, and walking the primary key
         # backwards looking for them can read every row. Ordering by an expression of the id
         # makes it read the matches through the job-set prefix index and sort them instead.
+        # That reads every match, so it is only done for a prefix with few matches; for a
+        # broad one (``team-``) matches are everywhere and walking the key finds a page at once.
+        # The ids of the page come from the job-set index alone (it includes the id), so
+        # only the page's rows are read from the table.
         id_text = Func(F("id"), template="(%(expressions)s || '')", output_field=CharField())
-        order = [id_text.desc() if walk_down else id_text.asc()]
-    jobs = list(qs.order_by(*order)[: page_size + 1])
+        page_ids = qs.order_by(id_text.desc() if walk_down else id_text.asc()).values("id")
+        qs = Job.objects.filter(id__in=page_ids[: page_size + 1])
+    # The table never shows the pod spec, the largest column.
+    jobs = list(qs.defer("pod_spec").order_by(*order)[: page_size + 1])
     more = len(jobs) > page_size
     jobs = jobs[:page_size]
     if backwards:
@@ -348,6 +363,22 @@ def jobs_page(*, actor: Any, params: TableParams, page_size: int = PAGE_SIZE) ->
         next_cursor=encode_cursor(getattr(last, column), last.id) if last and has_next else "",
         prev_cursor=encode_cursor(getattr(first, column), first.id) if first and has_prev else "",
     )
+
+
+# A job-set prefix with at least this many matching jobs is "broad": the page is found by
+# walking the primary key (matches are dense) rather than by reading and sorting every match.
+BROAD_PREFIX_MATCHES = 30_000
+
+
+def _broad_job_set_prefix(prefix: str) -> bool:
+    """Whether at least ``BROAD_PREFIX_MATCHES`` jobs (any queue) have a job set starting with
+    ``prefix``: counted through the job-set prefix index, stopping at that many."""
+    capped = (
+        Job.objects.filter(job_set__startswith=prefix)
+        .order_by()
+        .values("job_set")[:BROAD_PREFIX_MATCHES]
+    )
+    return capped.count() >= BROAD_PREFIX_MATCHES
 
 
 def latest_runs(job_ids: list[str]) -> dict[str, Run]:
@@ -380,16 +411,40 @@ class Group:
     url: str
 
 
+# Counting more than this many jobs is not cheap (a million take a few hundred milliseconds):
+# such counts are kept per process and refreshed in the background, and say when they were
+# counted. Fewer matching jobs are counted exactly on every request.
+GROUP_EXACT_ROWS = 10_000
+GROUP_REFRESH_SECONDS = 60.0
+GROUP_CACHE_ENTRIES = 256
+
+
+@dataclass
+class _Counted:
+    rows: list[tuple[str, int]]
+    at: datetime  # when they were counted
+    clock: float  # time.monotonic() then
+
+
+_group_cache: dict[str, _Counted] = {}
+_group_refreshing: set[str] = set()
+_group_lock = threading.Lock()
+
+
 def jobs_groups(*, actor: Any, params: TableParams) -> list[Group]:
     """Counts of the filtered jobs per value of ``params.group``, largest first, each with
     the URL of the list filtered to it."""
+    return jobs_groups_as_of(actor=actor, params=params)[0]
+
+
+def jobs_groups_as_of(*, actor: Any, params: TableParams) -> tuple[list[Group], datetime | None]:
+    """``jobs_groups`` and when large counts were counted (None: counted just now, exactly)."""
     column = GROUPS[params.group][0]
     qs = jobs_filter(jobs_visible(actor=actor), params.filters)
-    counts = qs.values(column).annotate(n=Count("id")).order_by("-n", column)[:MAX_GROUPS]
+    counts, as_of = _group_counts(qs, column)
     groups = []
     key = GROUP_FILTER[params.group]
-    for row in counts:
-        value = row[column] or ""
+    for value, n in counts:
         shown = value or "(none)"
         if key == "state":
             filters = JobFilters(**{**_filter_dict(params.filters), "states": (value,)})
@@ -402,8 +457,51 @@ def jobs_groups(*, actor: Any, params: TableParams) -> list[Group]:
             annotations=params.annotations,
             refresh=params.refresh,
         )
-        groups.append(Group(value=shown, count=row["n"], url=target.url()))
-    return groups
+        groups.append(Group(value=shown, count=n, url=target.url()))
+    return groups, as_of
+
+
+def _count_groups(qs: QuerySet[Job], column: str) -> list[tuple[str, int]]:
+    counts = qs.values(column).annotate(n=Count("id")).order_by("-n", column)[:MAX_GROUPS]
+    return [(row[column] or "", row["n"]) for row in counts]
+
+
+def _group_counts(qs: QuerySet[Job], column: str) -> tuple[list[tuple[str, int]], datetime | None]:
+    """Exact counts when few jobs match (the check stops at ``GROUP_EXACT_ROWS``); else the
+    counts last made in this process, recounted in the background once they are older than
+    ``GROUP_REFRESH_SECONDS`` (only the first request of a grouping waits for them)."""
+    if connection.vendor != "postgresql" or (
+        qs.order_by().values("id")[:GROUP_EXACT_ROWS].count() < GROUP_EXACT_ROWS
+    ):
+        return _count_groups(qs, column), None
+    key = hashlib.sha256(f"{column}|{qs.query}".encode()).hexdigest()
+    with _group_lock:
+        cached = _group_cache.get(key)
+        stale = cached is not None and time.monotonic() - cached.clock > GROUP_REFRESH_SECONDS
+        refresh = stale and key not in _group_refreshing
+        if refresh:
+            _group_refreshing.add(key)
+    if cached is None:
+        cached = _recount(key, qs, column)
+    elif refresh:
+        threading.Thread(target=_recount, args=(key, qs, column, True), daemon=True).start()
+    return cached.rows, cached.at
+
+
+def _recount(key: str, qs: QuerySet[Job], column: str, background: bool = False) -> _Counted:
+    try:
+        at, clock = timezone.now(), time.monotonic()
+        counted = _Counted(rows=_count_groups(qs, column), at=at, clock=clock)
+        with _group_lock:
+            _group_cache[key] = counted
+            while len(_group_cache) > GROUP_CACHE_ENTRIES:
+                del _group_cache[min(_group_cache, key=lambda k: _group_cache[k].clock)]
+        return counted
+    finally:
+        with _group_lock:
+            _group_refreshing.discard(key)
+        if background:
+            connections.close_all()
 
 
 def _filter_dict(filters: JobFilters) -> dict[str, Any]:

@@ -79,12 +79,23 @@ EVENT_HIGHLIGHTS = (
 )
 
 
-def job_events(*, job: Job) -> list[dict]:
-    """The job's events in order, each as ``{"event": Event, "highlights": [(key, value)]}``."""
+# The job page shows a job's latest events, this many, and links to all of them: a job
+# retried many times can have thousands, which take a second to render.
+EVENTS_SHOWN = 200
+
+
+def job_events(*, job: Job, last: int | None = None) -> list[dict]:
+    """The job's events in order (only its ``last`` ones when given), each as
+    ``{"event": Event, "highlights": [(key, value)]}``."""
     from armada.models import Event
 
+    events = Event.objects.filter(job_id=job.id)
+    if last is None:
+        selected = list(events.order_by("id"))
+    else:
+        selected = list(events.order_by("-id")[:last])[::-1]
     timeline = []
-    for event in Event.objects.filter(job_id=job.id).order_by("id"):
+    for event in selected:
         payload = event.payload or {}
         highlights = [
             (key, payload[key])
@@ -93,6 +104,12 @@ def job_events(*, job: Job) -> list[dict]:
         ]
         timeline.append({"event": event, "highlights": highlights})
     return timeline
+
+
+def job_event_count(*, job: Job) -> int:
+    from armada.models import Event
+
+    return Event.objects.filter(job_id=job.id).count()
 
 
 def decision_trail(run) -> list[tuple[str, str]] | None:

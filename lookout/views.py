@@ -31,10 +31,16 @@ from lookout.jobs_table import (
     RETRYABLE_CHOICES,
     SORTS,
     TableParams,
-    jobs_groups,
+    jobs_groups_as_of,
     jobs_page,
 )
-from lookout.queries import decision_trail, job_events, runs_with_logs
+from lookout.queries import (
+    EVENTS_SHOWN,
+    decision_trail,
+    job_event_count,
+    job_events,
+    runs_with_logs,
+)
 
 
 def forbidden(request: HttpRequest, message: str) -> HttpResponse:
@@ -56,7 +62,9 @@ def jobs(request: HttpRequest) -> HttpResponse:
         "now": timezone.now(),
     }
     if params.group:
-        context["groups"] = jobs_groups(actor=request.user, params=params)
+        context["groups"], context["groups_as_of"] = jobs_groups_as_of(
+            actor=request.user, params=params
+        )
         context["group_label"] = GROUPS[params.group][1]
         context["list_url"] = params.url(group=None)
         return render(request, "lookout/jobs_grouped.html", context)
@@ -109,11 +117,17 @@ def job_detail(request: HttpRequest, job_id: str) -> HttpResponse:
     live = not JobState(job.state).terminal
     active = job.state in (JobState.LEASED, JobState.PENDING, JobState.RUNNING)
     queue: Queue = job.queue
+    all_events = request.GET.get("events") == "all"
+    events = job_events(job=job, last=None if all_events else EVENTS_SHOWN)
+    events_total = len(events)
+    if not all_events and events_total >= EVENTS_SHOWN:
+        events_total = job_event_count(job=job)
     context = {
         "job": job,
         "runs": runs,
         "scheduling_reason": pending_reason(job),
-        "events": job_events(job=job),
+        "events": events,
+        "events_total": events_total,
         "pod_spec_yaml": yaml.safe_dump(job.pod_spec, sort_keys=False, default_flow_style=False),
         "annotations": sorted((job.annotations or {}).items()),
         "mutations": job.mutations or {},

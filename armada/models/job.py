@@ -63,9 +63,12 @@ class Job(models.Model):
             models.Index(fields=["queue", "id"], name="job_lookout_queue_idx"),
             models.Index(fields=["queue", "state", "id"], name="job_lookout_queue_state_idx"),
             models.Index(fields=["failure_category", "id"], name="job_lookout_category_idx"),
+            # It includes the id so that a page of a job-set prefix takes its ids from the
+            # index alone and reads only its own rows.
             models.Index(
                 fields=["job_set"],
-                name="job_lookout_jobset_like_idx",
+                include=["id"],
+                name="job_lookout_jobset_id_idx",
                 opclasses=["varchar_pattern_ops"],
             ),
         ]
