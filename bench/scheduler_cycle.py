@@ -220,9 +220,20 @@ def gangs_scenario(args, now: datetime) -> None:
     scheduler.scheduler_state_reset()
     for c in range(args.cycles):
         now = now + timedelta(seconds=1)
+        profiler = None
+        if args.profile and c == 0:
+            import cProfile
+
+            profiler = cProfile.Profile()
+            profiler.enable()
         start = time.perf_counter()
         report = scheduler.scheduler_cycle(now=now)
         took = time.perf_counter() - start
+        if profiler is not None:
+            import pstats
+
+            profiler.disable()
+            pstats.Stats(profiler).sort_stats("cumulative").print_stats(25)
         shares = {}
         for queue in "ab":
             used = Run.objects.filter(

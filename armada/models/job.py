@@ -52,9 +52,6 @@ class Job(models.Model):
     class Meta:
         ordering = ["id"]
         indexes = [
-            models.Index(
-                fields=["state", "queue", "priority", "submitted_at"], name="job_sched_idx"
-            ),
             models.Index(fields=["queue", "job_set", "id"], name="job_jobset_idx"),
             models.Index(fields=["state", "id"], name="job_state_idx"),
             # Lookout's jobs table (newest first, keyset on id): by queue, by queue and

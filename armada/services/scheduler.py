@@ -47,7 +47,7 @@ from armada.services.leader import leader_acquire
 from armada.services.mutations import avoided_node_names
 from armada.services.records import records_write
 from armada.services.snapshot import node_state
-from armada.services.stopping import runs_request_preemption
+from armada.services.stopping import PREEMPT, runs_request_stops
 
 log = logging.getLogger(__name__)
 
@@ -227,11 +227,8 @@ def scheduler_cycle(*, now: datetime, clock: Callable[[], float] = time.monotoni
         report.unschedulable.pop(job_id, None)
     leased_ids = _write_leases(leases, now) if leases else []
     bucket.take(clock(), len(leased_ids))
-    by_reason: dict[str, list[str]] = {}
-    for job_id, reason in preempted.items():
-        by_reason.setdefault(reason, []).append(job_id)
-    for reason, job_ids in sorted(by_reason.items()):
-        report.preempted += len(runs_request_preemption(job_ids=job_ids, reason=reason, now=now))
+    if preempted:
+        report.preempted = len(runs_request_stops(reasons=preempted, kind=PREEMPT, now=now))
     report.leased = len(leased_ids)
     records_write(
         started_at=now,

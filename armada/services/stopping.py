@@ -14,7 +14,7 @@ Requests are idempotent: runs already being stopped are left as they are.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -23,6 +23,7 @@ from django.db import transaction
 from armada.core.states import EventType, JobState, RunState
 from armada.models import Job, Queue, Run
 from armada.services.authz import require_queue_verb
+from armada.services.bulk import bulk_update_fields
 from armada.services.errors import Conflict, NotFound, ValidationFailed
 from armada.services.events import NewEvent, events_append
 from armada.services.jobs import live_jobs_for_update
@@ -38,20 +39,34 @@ def runs_request_stop(
     *, job_ids: Iterable[str], kind: str, reason: str, now: datetime
 ) -> list[str]:
     """Ask the executors to stop the active runs of ``job_ids``; returns the runs marked."""
+    return runs_request_stops(reasons=dict.fromkeys(job_ids, reason), kind=kind, now=now)
+
+
+def runs_request_stops(*, reasons: Mapping[str, str], kind: str, now: datetime) -> list[str]:
+    """Ask the executors to stop the active runs of the jobs in ``reasons``, each with its
+    own reason, in one transaction (a scheduling round may preempt thousands of jobs, each
+    for a different waiting job); returns the runs marked."""
+    job_ids = list(reasons)
     with transaction.atomic():
-        runs = list(
-            Run.objects.select_for_update()
-            .select_related("job")
-            .filter(job_id__in=list(job_ids), state__in=ACTIVE, stop_requested_at__isnull=True)
-            .order_by("id")
-        )
+        runs: list[Run] = []
+        for start in range(0, len(job_ids), 5000):
+            runs.extend(
+                Run.objects.select_for_update()
+                .select_related("job")
+                .filter(
+                    job_id__any=job_ids[start : start + 5000],
+                    state__in=ACTIVE,
+                    stop_requested_at__isnull=True,
+                )
+            )
+        runs.sort(key=lambda r: r.id)
         changes = Changes()
         for run in runs:
-            changes.event(_STOPPING_EVENT[kind], run, run.job, now, reason=reason)
-        if runs:
-            Run.objects.filter(id__in=[r.id for r in runs]).update(
-                stop_requested_at=now, stop_kind=kind, stop_reason=reason
-            )
+            run.stop_requested_at = now
+            run.stop_kind = kind
+            run.stop_reason = reasons[run.job_id]
+            changes.event(_STOPPING_EVENT[kind], run, run.job, now, reason=run.stop_reason)
+        bulk_update_fields(runs, ["stop_requested_at", "stop_kind", "stop_reason"])
         changes.write_events()
     return [r.id for r in runs]
 

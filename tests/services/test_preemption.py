@@ -126,3 +126,22 @@ def test_preempt_through_the_api(agent, queue, owner, api_as):
     assert Run.objects.get(job_id=job_id).stop_reason == "maintenance"
     bad = api_as(owner).post(f"/api/v1/jobs/{job_id}/preempt", {"reason": 5}, format="json")
     assert bad.status_code == 400 and bad.json()["errors"][0]["field"] == "reason"
+
+
+def test_many_preemptions_with_their_own_reasons_are_one_request(agent, queue, owner):
+    from armada.services.stopping import PREEMPT, runs_request_stops
+
+    first, second = running_job(agent, owner), running_job(agent, owner)
+    marked = runs_request_stops(
+        reasons={first: "for job x", second: "for job y"}, kind=PREEMPT, now=at(3)
+    )
+    assert len(marked) == 2
+    assert {r.job_id: r.stop_reason for r in Run.objects.all()} == {
+        first: "for job x",
+        second: "for job y",
+    }
+    for job_id, reason in ((first, "for job x"), (second, "for job y")):
+        event = Event.objects.get(job_id=job_id, type="preempting")
+        assert event.payload["reason"] == reason
+    # Asking again changes nothing: the runs are already being stopped.
+    assert runs_request_stops(reasons={first: "again"}, kind=PREEMPT, now=at(4)) == []
