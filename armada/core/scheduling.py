@@ -196,13 +196,9 @@ class _Round(GangMixin, PreemptionMixin):
             evicted.add(r.id)
             remove(r)
             preempted[r.id] = reason
-            for key, into in ((r.queue, by_queue), (r.node_id, by_node)):
-                amounts = into.get(key)
-                if amounts is None:
-                    into[key] = r.requests.to_dict()
-                else:
-                    for k, v in r.requests.to_dict().items():
-                        amounts[k] = amounts.get(k, 0) + v
+            requests = r.requests.to_dict()
+            _add(by_queue, r.queue, requests)
+            _add(by_node, r.node_id, requests)
         allocated, costs = self.allocated, self.costs
         for queue, amounts in by_queue.items():
             use = allocated.get(queue)
@@ -241,6 +237,15 @@ class _Round(GangMixin, PreemptionMixin):
             return True
         self.result.unschedulable[job.id] = reason
         return False
+
+
+def _add(totals: dict[str, Allocation], key: str, amounts: Allocation) -> None:
+    found = totals.get(key)
+    if found is None:
+        totals[key] = dict(amounts)
+    else:
+        for k, v in amounts.items():
+            found[k] = found.get(k, 0) + v
 
 
 def schedule_round(
