@@ -212,7 +212,8 @@ def gangs_scenario(args, now: datetime) -> None:
         if args.uniform:
             extra["gang_uniformity_label"] = "rack"
         gangs.extend(job_row(new_id(), "b", ("1", "1Gi"), now, **extra) for _ in range(32))
-    insert_jobs(fill + gangs)
+    insert_jobs(fill)
+    insert_jobs(gangs)
     with transaction.atomic():
         insert_rows(Run, runs)
     capacity = 32 * len(nodes)

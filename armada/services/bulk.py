@@ -64,20 +64,80 @@ def insert_rows(model: type[Model], rows: Sequence[Mapping[str, Any]]) -> int:
     fields = [
         f for f in meta.concrete_fields if not (f.primary_key and getattr(f, "db_returning", False))
     ]
+    _copy_into(meta.db_table, fields, rows)
+    return len(rows)
+
+
+def upsert_rows(
+    model: type[Model], rows: Sequence[Mapping[str, Any]], *, update_fields: Sequence[str]
+) -> int:
+    """Insert rows of ``model`` (given as in :func:`insert_rows`, primary key included), or,
+    where a row with that primary key exists, overwrite its ``update_fields``; returns the
+    row count. On PostgreSQL the rows are copied into a temporary table and merged with one
+    ``INSERT ... ON CONFLICT``; elsewhere this is ``bulk_create(update_conflicts=True)``. Must
+    run inside a transaction."""
+    if not rows:
+        return 0
+    meta = model._meta
+    if connection.vendor != "postgresql":
+        model.objects.bulk_create(
+            [model(**row) for row in rows],
+            batch_size=1000,
+            update_conflicts=True,
+            unique_fields=[meta.pk.name],
+            update_fields=list(update_fields),
+        )
+        return len(rows)
+    quote = connection.ops.quote_name
+    fields = list(meta.concrete_fields)
+    columns = ", ".join(quote(f.column) for f in fields)
+    table, staging = quote(meta.db_table), quote(f"staging_{meta.db_table}")
+    updates = ", ".join(
+        f"{quote(meta.get_field(name).column)} = EXCLUDED.{quote(meta.get_field(name).column)}"
+        for name in update_fields
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"CREATE TEMPORARY TABLE IF NOT EXISTS {staging} (LIKE {table}) ON COMMIT DELETE ROWS"
+        )
+        _copy_into(f"staging_{meta.db_table}", fields, rows)
+        cursor.execute(
+            f"INSERT INTO {table} ({columns}) SELECT {columns} FROM {staging}"
+            f" ON CONFLICT ({quote(meta.pk.column)}) DO UPDATE SET {updates}"
+        )
+        cursor.execute(f"DELETE FROM {staging}")
+    return len(rows)
+
+
+def _copy_into(table: str, fields: Sequence[Field], rows: Sequence[Mapping[str, Any]]) -> None:
+    """COPY ``rows`` into ``table``'s columns for ``fields``, in COPY's text format. Every
+    row names the same fields (those of the first row); the text of the others, their
+    defaults, is made once."""
     quote = connection.ops.quote_name
     columns = ", ".join(quote(f.column) for f in fields)
-    plan = [(f.attname, f.get_default(), _copy_text(f)) for f in fields]
-    sql = f"COPY {quote(meta.db_table)} ({columns}) FROM STDIN"
+    given = set(rows[0])
+    cells: list[str | None] = []  # the fixed text of a column, or None where rows give it
+    plan = []
+    for f in fields:
+        if f.attname in given:
+            cells.append(None)
+            plan.append((len(cells) - 1, f.attname, _copy_text(f)))
+        else:
+            cells.append(_copy_text(f)(f.get_default()))
+    sql = f"COPY {quote(table)} ({columns}) FROM STDIN"
     with connection.cursor() as cursor, cursor.cursor.copy(sql) as copy:
         lines = []
         for row in rows:
-            lines.append("\t".join([text(row.get(name, default)) for name, default, text in plan]))
+            if len(row) != len(given):
+                raise ValueError(f"rows for {table} must all give the same fields")
+            for i, name, text in plan:
+                cells[i] = text(row[name])
+            lines.append("\t".join(cells))
             if len(lines) >= 5000:
                 copy.write("\n".join(lines) + "\n")
                 lines = []
         if lines:
             copy.write("\n".join(lines) + "\n")
-    return len(rows)
 
 
 # COPY's text format: a backslash, tab, newline or carriage return inside a value is escaped.

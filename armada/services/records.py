@@ -15,6 +15,7 @@ from datetime import datetime
 from django.db import transaction
 
 from armada.models import SchedulingReason, SchedulingRound
+from armada.services.bulk import upsert_rows
 
 KEEP_ROUNDS = 100
 _written: dict[str, str] = {}  # job id -> reason last written by this process
@@ -47,14 +48,12 @@ def records_write(
             if _written.get(job_id) != reason
         }
         if changed:
-            SchedulingReason.objects.bulk_create(
+            upsert_rows(
+                SchedulingReason,
                 [
-                    SchedulingReason(job_id=j, reason=r, round=round_, updated_at=started_at)
+                    {"job_id": j, "reason": r, "round_id": round_.id, "updated_at": started_at}
                     for j, r in changed.items()
                 ],
-                batch_size=1000,
-                update_conflicts=True,
-                unique_fields=["job"],
                 update_fields=["reason", "round", "updated_at"],
             )
         if leased:

@@ -9,7 +9,7 @@ from django.db import transaction
 from armada.models import Event, Run
 from armada.services.bulk import insert_rows, sql_in
 from armada.services.submit import job_submit
-from tests.conftest import at, job_file
+from tests.conftest import at, job, job_file
 
 pytestmark = pytest.mark.django_db
 
@@ -78,3 +78,45 @@ def test_sql_in_matches_exactly_the_values_given():
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT job_id FROM {Event._meta.db_table} WHERE {where}", params)
         assert sorted(r[0] for r in cursor.fetchall()) == ["a", "c"]
+
+
+def test_upsert_inserts_new_rows_and_overwrites_existing_ones(queue, owner):
+    from armada.models import SchedulingReason, SchedulingRound
+    from armada.services.bulk import upsert_rows
+
+    a, b, c = job_submit(actor=owner, data=job_file(jobs=[job(), job(), job()]), now=at(0))
+    first = SchedulingRound.objects.create(started_at=at(1), duration_ms=1)
+    second = SchedulingRound.objects.create(started_at=at(2), duration_ms=1)
+    fields = ["reason", "round", "updated_at"]
+    with transaction.atomic():
+        upsert_rows(
+            SchedulingReason,
+            [
+                {
+                    "job_id": a,
+                    "reason": "tab\tnew\nline",
+                    "round_id": first.id,
+                    "updated_at": at(1),
+                },
+                {"job_id": b, "reason": "old", "round_id": first.id, "updated_at": at(1)},
+            ],
+            update_fields=fields,
+        )
+    with transaction.atomic():
+        assert (
+            upsert_rows(
+                SchedulingReason,
+                [
+                    {"job_id": b, "reason": "new", "round_id": second.id, "updated_at": at(2)},
+                    {"job_id": c, "reason": "third", "round_id": second.id, "updated_at": at(2)},
+                ],
+                update_fields=fields,
+            )
+            == 2
+        )
+    got = {r.job_id: (r.reason, r.round_id, r.updated_at) for r in SchedulingReason.objects.all()}
+    assert got == {
+        a: ("tab\tnew\nline", first.id, at(1)),
+        b: ("new", second.id, at(2)),
+        c: ("third", second.id, at(2)),
+    }
