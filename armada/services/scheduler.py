@@ -1,11 +1,19 @@
-"""The scheduling cycle: load a snapshot, ask the core where jobs go, write the leases.
+"""The scheduling cycle: sync the job database, ask the core where jobs go, write the leases.
 
-First the runs of lost executors are expired (``services.expiry``) and every undecided
-failure is decided (``services.decisions``). Then: snapshot ->
-``core.scheduling.schedule_round`` (per pool) -> one transaction that creates the runs,
-moves the jobs to leased (guarded: only jobs still queued) and appends the ``leased``
-events. Only one cycle runs at a time, under the ``scheduler`` leader lease. Last, the
-round and the reasons jobs were not leased are recorded (``services.records``).
+Order of a cycle, under the ``scheduler`` leader lease (one cycle at a time):
+1. the runs of lost executors are expired (``services.expiry``) and every undecided failure
+   is decided (``services.decisions``);
+2. the process's in-memory job database (``services.jobdb``) reads what changed since the
+   last cycle from the event log; nothing else about jobs is read from the database;
+3. per pool, ``core.scheduling.schedule_round`` gets the live nodes, the queues with what
+   they use, the running jobs, and each queue's waiting jobs in order, pulled lazily (at most
+   ``maxQueueLookback`` each); at most ``maximumJobsPerRound`` leases, fewer when the lease
+   rate bucket (``maximumSchedulingRate``) is low;
+4. one transaction claims the jobs still queued, creates their runs and appends the
+   ``leased`` events (guarded: a job cancelled meanwhile is left alone);
+5. one transaction asks the executors to stop every job the round preempted, each with its
+   reason;
+6. the round and the reasons jobs were not leased are recorded (``services.records``).
 """
 
 from __future__ import annotations
