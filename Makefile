@@ -8,7 +8,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export ARMADA_DEV ?= 1
 
-.PHONY: install run test lint format
+.PHONY: install browser run test lint format
 
 $(BIN)/armadactl: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,7 +21,12 @@ install: $(BIN)/armadactl
 run: install
 	$(BIN)/python manage.py runall
 
-test: install
+# The browser tests drive the system's Chromium (Debian packages chromium, chromium-driver).
+browser:
+	@test -x /usr/bin/chromium || (apt-get update -qq && apt-get install -y -qq chromium chromium-driver) \
+	  || { echo "the browser tests need Chromium: apt-get install chromium chromium-driver"; exit 1; }
+
+test: install browser
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 lint: install

@@ -108,6 +108,13 @@ def pod_file(backend: LocalBackend, name: str, file: str) -> dict:
     return json.loads((backend.state_dir / "pods" / name / file).read_text())
 
 
+def container_pid(backend: LocalBackend, name: str) -> int:
+    """The pod's container process id, once the shim has recorded it (its output can show
+    before the status file is written)."""
+    wait_until(lambda: pod_file(backend, name, local_shim.STATUS_FILE).get("containers"))
+    return pod_file(backend, name, local_shim.STATUS_FILE)["containers"][0]["pid"]
+
+
 def process_gone(pid: int) -> bool:
     return local_shim.start_ticks(pid) is None  # no such process, or a zombie
 
@@ -405,7 +412,7 @@ def test_delete_stops_a_process_that_exits_on_sigterm(
     )
     backend.create_pod(request("polite", polite), NOW)
     wait_until(lambda: "ready" in backend.read_log("polite"))
-    pid = pod_file(backend, "polite", local_shim.STATUS_FILE)["containers"][0]["pid"]
+    pid = container_pid(backend, "polite")
 
     started = time.monotonic()
     backend.delete_pod("polite", NOW, grace_seconds=10)
@@ -421,7 +428,7 @@ def test_delete_sigkills_a_process_that_ignores_sigterm(backend: LocalBackend) -
     stubborn = sh("trap '' TERM; echo ready; while :; do sleep 0.05; done")
     backend.create_pod(request("stubborn", stubborn), NOW)
     wait_until(lambda: "ready" in backend.read_log("stubborn"))
-    pid = pod_file(backend, "stubborn", local_shim.STATUS_FILE)["containers"][0]["pid"]
+    pid = container_pid(backend, "stubborn")
 
     started = time.monotonic()
     backend.delete_pod("stubborn", NOW, grace_seconds=1.0)
@@ -560,7 +567,7 @@ def test_killed_shim_and_process_show_pod_error(backend: LocalBackend) -> None:
     backend.create_pod(request("victim", container(["sleep", "60"])), NOW)
     wait_for(backend, "victim", lambda s: s.running_at is not None)
     shim_pid = pod_file(backend, "victim", local_shim.SHIM_FILE)["pid"]
-    pid = pod_file(backend, "victim", local_shim.STATUS_FILE)["containers"][0]["pid"]
+    pid = container_pid(backend, "victim")
 
     os.kill(shim_pid, signal.SIGKILL)
     wait_until(lambda: process_gone(shim_pid))
@@ -577,7 +584,7 @@ def test_processes_of_a_lost_pod_are_killed_on_delete(backend: LocalBackend) -> 
     backend.create_pod(request("orphan", container(["sleep", "60"])), NOW)
     wait_for(backend, "orphan", lambda s: s.running_at is not None)
     shim_pid = pod_file(backend, "orphan", local_shim.SHIM_FILE)["pid"]
-    pid = pod_file(backend, "orphan", local_shim.STATUS_FILE)["containers"][0]["pid"]
+    pid = container_pid(backend, "orphan")
 
     os.kill(shim_pid, signal.SIGKILL)
     s = wait_for(backend, "orphan")
