@@ -133,7 +133,13 @@ if _db["ENGINE"] == "django.db.backends.sqlite3":
     }
     _db["TEST"] = {"NAME": str(Path(_db["NAME"]).with_name("test-" + Path(_db["NAME"]).name))}
 elif _db["ENGINE"] == "django.db.backends.postgresql":
-    _db["CONN_HEALTH_CHECKS"] = True
+    # A connection pool per process. Under ASGI every request runs in a thread of its own,
+    # so per-thread persistent connections would be opened and closed on every request
+    # (about 7 ms of a 17 ms read); the pool keeps them. Pools need CONN_MAX_AGE 0.
+    _db["CONN_MAX_AGE"] = 0
+    _db["OPTIONS"] = {
+        "pool": {"min_size": 1, "max_size": env_int("ARMADA_DB_POOL_SIZE", 8), "timeout": 30}
+    }
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
