@@ -156,6 +156,19 @@ def finish_runs(job_ids: list[str], now: datetime) -> None:
         )
 
 
+def timed_cycle(scheduler, now: datetime, *, profile: bool):
+    """One scheduling cycle; with ``profile``, its cProfile listing (by cumulative time)."""
+    if not profile:
+        return scheduler.scheduler_cycle(now=now)
+    import cProfile
+    import pstats
+
+    with cProfile.Profile() as profiler:
+        report = scheduler.scheduler_cycle(now=now)
+    pstats.Stats(profiler).sort_stats("cumulative").print_stats(30)
+    return report
+
+
 def gangs_scenario(args, now: datetime) -> None:
     """Queue ``a``'s preemptible 1-cpu jobs run on every cpu of --nodes nodes; queue ``b``
     (same priority factor) has --gangs gangs of 32 one-cpu members queued (with
@@ -221,20 +234,9 @@ def gangs_scenario(args, now: datetime) -> None:
     scheduler.scheduler_state_reset()
     for c in range(args.cycles):
         now = now + timedelta(seconds=1)
-        profiler = None
-        if args.profile and c == 0:
-            import cProfile
-
-            profiler = cProfile.Profile()
-            profiler.enable()
         start = time.perf_counter()
-        report = scheduler.scheduler_cycle(now=now)
+        report = timed_cycle(scheduler, now, profile=args.profile and c == 0)
         took = time.perf_counter() - start
-        if profiler is not None:
-            import pstats
-
-            profiler.disable()
-            pstats.Stats(profiler).sort_stats("cumulative").print_stats(25)
         shares = {}
         for queue in "ab":
             used = Run.objects.filter(
@@ -359,20 +361,9 @@ def main() -> None:
                     },
                     now=now,
                 )
-            profiler = None
-            if args.profile and c == args.cycles - 1:
-                import cProfile
-
-                profiler = cProfile.Profile()
-                profiler.enable()
             start = time.perf_counter()
-            report = scheduler.scheduler_cycle(now=now)
+            report = timed_cycle(scheduler, now, profile=args.profile and c == args.cycles - 1)
             took = time.perf_counter() - start
-            if profiler is not None:
-                import pstats
-
-                profiler.disable()
-                pstats.Stats(profiler).sort_stats("cumulative").print_stats(30)
             times.append(took)
             leased_total += report.leased
             print(

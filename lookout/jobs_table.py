@@ -37,7 +37,7 @@ from django.utils import timezone
 from armada.core.quantity import CPU, GPU, MEMORY, format_quantity
 from armada.core.states import JobState
 from armada.models import Job, Run
-from lookout.queries import watchable_queues
+from armada.services.authz import watchable_queues
 
 PAGE_SIZE = 50
 MAX_GROUPS = 500

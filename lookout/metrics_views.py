@@ -16,9 +16,9 @@ from django.utils import timezone
 
 from armada.metrics import DB_COUNTERS
 from armada.models import MetricCounter
+from armada.services.authz import watchable_queues
 from armada.services.metric_history import bucket_starts, metric_increases
 from lookout.charts import line_chart
-from lookout.queries import watchable_queues
 
 DECISIONS = "armada_scheduler_retry_policy_decisions_total"
 CATEGORIES = "armada_executor_job_failure_category_total"

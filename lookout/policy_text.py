@@ -17,34 +17,13 @@ from typing import Any
 import yaml
 
 from armada.core.errors import FieldError
+from armada.core.policy import DOCUMENT_KEY_ORDER
 
 _TOKEN = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 # The order of the file form (``core.policy.policy_document``). Stored documents do not keep
 # their key order (PostgreSQL's jsonb sorts keys), so the YAML is put back in this order;
 # keys not listed follow in alphabetical order.
-_KEY_ORDER = {
-    key: i
-    for i, key in enumerate(
-        (
-            "apiVersion",
-            "kind",
-            "name",
-            "retryLimit",
-            "defaultAction",
-            "rules",
-            "action",
-            "onCategory",
-            "onSubcategory",
-            "mutate",
-            "affinity",
-            "avoidSameNode",
-            "resources",
-            "memory",
-            "factor",
-            "static",
-        )
-    )
-}
+_KEY_ORDER = {key: i for i, key in enumerate(DOCUMENT_KEY_ORDER)}
 
 
 @dataclass(frozen=True)

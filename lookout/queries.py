@@ -3,18 +3,9 @@
 from __future__ import annotations
 
 from armada.models import Job
+from armada.services.authz import watchable_queues
 
 PAGE_SIZE = 50
-
-
-def watchable_queues(actor) -> list[str] | None:
-    """Names of the queues ``actor`` may watch, or None when they may watch every queue."""
-    from armada.models import Queue
-    from armada.services.authz import can_on_queue, has_global
-
-    if has_global(actor, "watch_all_events"):
-        return None
-    return [q.name for q in Queue.objects.all() if can_on_queue(actor, q, "watch")]
 
 
 def jobs_page(

@@ -56,6 +56,16 @@ _MUTATE_KEYS = ("affinity", "resources")
 _AFFINITY_KEYS = ("avoidSameNode",)
 _RESOURCES_KEYS = ("memory",)
 _MEMORY_KEYS = (FACTOR, STATIC)
+# Every key of a policy file, in the order the file form writes them.
+DOCUMENT_KEY_ORDER = (
+    _TOP_KEYS
+    + _RULE_KEYS
+    + _MUTATE_KEYS[:1]
+    + _AFFINITY_KEYS
+    + _MUTATE_KEYS[1:]
+    + _RESOURCES_KEYS
+    + _MEMORY_KEYS
+)
 
 
 @dataclass(frozen=True)

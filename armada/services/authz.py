@@ -85,3 +85,13 @@ def require_global(user: Any, codename: str, action: str) -> None:
             f"user {getattr(user, 'username', '') or 'anonymous'!r} may not {action}: "
             f"needs the global {codename!r} permission"
         )
+
+
+def watchable_queues(user: Any) -> list[str] | None:
+    """The names of the queues ``user`` may watch, or None when they may watch every queue
+    (the global ``watch_all_events``): callers filter by the list only when there is one."""
+    from armada.models import Queue
+
+    if has_global(user, "watch_all_events"):
+        return None
+    return [q.name for q in Queue.objects.order_by("name") if can_on_queue(user, q, "watch")]

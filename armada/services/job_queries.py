@@ -13,7 +13,7 @@ from django.db.models import Count, Max
 
 from armada.core.states import JobState
 from armada.models import Job, Queue, SchedulingRound
-from armada.services.authz import can_on_queue, require_queue_verb
+from armada.services.authz import require_queue_verb, watchable_queues
 from armada.services.errors import NotFound, ValidationFailed
 from armada.services.jobs import job_get
 from armada.services.records import pending_reason
@@ -22,11 +22,6 @@ DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
 ROUNDS_SHOWN = 5
 JOB_STATES = [s.value for s in JobState]
-
-
-def watchable_queue_names(*, actor: Any) -> list[str]:
-    """The queues ``actor`` may watch, by name (the funnel decides for each queue)."""
-    return [q.name for q in Queue.objects.order_by("name") if can_on_queue(actor, q, "watch")]
 
 
 def _watched_queue(actor: Any, name: str) -> Queue:
@@ -79,8 +74,8 @@ def jobs_list(
     qs = Job.objects.all()
     if queue:
         qs = qs.filter(queue=_watched_queue(actor, queue))
-    else:
-        qs = qs.filter(queue__name__in=watchable_queue_names(actor=actor))
+    elif (allowed := watchable_queues(actor)) is not None:
+        qs = qs.filter(queue_id__in=allowed)
     if job_set:
         qs = qs.filter(job_set=job_set)
     if states:
