@@ -5,6 +5,7 @@ shows a job's latest events with a link to all of them."""
 from __future__ import annotations
 
 import pytest
+from django.db import connection
 from django.http import QueryDict
 
 from armada.core.states import EventType
@@ -58,6 +59,7 @@ def big_groups(monkeypatch):
     jobs_table._group_cache.clear()
 
 
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="counts are kept on PostgreSQL only")
 def test_large_group_counts_are_kept_and_say_when_they_were_counted(
     client, admin_user, queue, big_groups
 ):
@@ -78,6 +80,21 @@ def test_large_group_counts_are_kept_and_say_when_they_were_counted(
     assert {g.value: g.count for g in small.context["groups"]} == {"failed": 1}
     assert small.context["groups_as_of"] is None
     assert "Counted at" not in small.content.decode()
+
+
+@pytest.mark.skipif(connection.vendor == "postgresql", reason="the embedded database's rule")
+def test_on_the_embedded_database_group_counts_are_always_exact_and_fresh(
+    client, admin_user, queue, big_groups
+):
+    for i in range(4):
+        make_job(f"01g{i}", state="failed")
+    client.force_login(admin_user)
+    first = client.get("/", {"group": "state"})
+    assert {g.value: g.count for g in first.context["groups"]} == {"failed": 4}
+    assert first.context["groups_as_of"] is None
+    make_job("01g9", state="failed")
+    again = client.get("/", {"group": "state"})
+    assert {g.value: g.count for g in again.context["groups"]} == {"failed": 5}
 
 
 def test_group_counts_are_exact_and_fresh_when_few_jobs_match(client, admin_user, queue):
