@@ -157,9 +157,12 @@ def _free_port() -> int:
 
 
 def _e2e_redis_url(url: str) -> str:
-    """A database number of its own, so a developer's running system is not disturbed."""
-    base = url.rsplit("/", 1)[0] if url.count("/") > 2 else url
-    return f"{base}/13"
+    """A database number of its own, so a developer's running system is not disturbed: the
+    one below the suite's (``/14`` gives ``/13``), so that two suites run side by side with
+    different ``REDIS_URL`` databases do not flush each other's."""
+    base, _, number = url.rpartition("/") if url.count("/") > 2 else (url, "", "0")
+    db = int(number) if number.isdigit() else 0
+    return f"{base}/{(db - 1) % 16}"
 
 
 @pytest.fixture
