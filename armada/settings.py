@@ -200,15 +200,18 @@ if REDIS_URL:
     CELERY_BROKER_URL = REDIS_URL
     CELERY_BROKER_TRANSPORT_OPTIONS: dict = {}
 else:
-    for sub in ("queue", "processed", "control"):
+    for sub in ("queue", "processed", "control", "bad"):
         (BROKER_DIR / sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_URL = "filesystem://"
+    # kombu's file-system transport with atomic writes; undecodable messages go to bad/.
+    CELERY_BROKER_TRANSPORT = "armada.broker:Transport"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(BROKER_DIR / "queue"),
         "data_folder_out": str(BROKER_DIR / "queue"),
         "processed_folder": str(BROKER_DIR / "processed"),
         "store_processed": False,
         "control_folder": str(BROKER_DIR / "control"),
+        "bad_folder": str(BROKER_DIR / "bad"),
     }
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_SERIALIZER = "json"
