@@ -222,7 +222,8 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # The file-system broker has no fan-out worth paying for: no remote control, no events.
 CELERY_WORKER_ENABLE_REMOTE_CONTROL = bool(REDIS_URL)
 CELERY_WORKER_SEND_TASK_EVENTS = False
-CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+# Beat is its own process and sends only while it holds the "beat" lease (armada.beat).
+CELERY_BEAT_SCHEDULER = "armada.beat:LeasedScheduler"
 
 LOGGING = {
     "version": 1,
