@@ -10,10 +10,12 @@ from django import forms
 from django.contrib import admin, messages
 from django.utils import timezone
 
+from armada.auth_forms import AdminLoginForm
 from armada.core.errors import ValidationFailed
 from armada.core.policy import parse_policy
 from armada.core.queues import parse_queue
 from armada.models import (
+    ApiToken,
     Event,
     Executor,
     Job,
@@ -26,6 +28,7 @@ from armada.models import (
 )
 from armada.services import policies as policy_services
 from armada.services.errors import Conflict
+from armada.services.tokens import tokens_revoke_by_operator
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -330,3 +333,34 @@ class NodeAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request, obj=None) -> bool:
         return False
+
+
+# The admin's login takes staff only, as before, and counts failures with the API and
+# Lookout (armada.services.login_throttle).
+admin.site.login_form = AdminLoginForm
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(ReadOnlyAdmin):
+    """Everyone's API tokens (never their keys: only digests are stored); operators may
+    revoke them, for a user who left or a key that leaked."""
+
+    list_display = (
+        "name",
+        "user",
+        "prefix",
+        "created_at",
+        "expires_at",
+        "last_used_at",
+        "revoked_at",
+    )
+    list_filter = (("revoked_at", admin.EmptyFieldListFilter),)
+    search_fields = ("name", "prefix", "user__username")
+    actions = ["revoke"]
+
+    @admin.action(description="Revoke the selected tokens")
+    def revoke(self, request, queryset) -> None:
+        count = tokens_revoke_by_operator(
+            token_ids=list(queryset.values_list("pk", flat=True)), now=timezone.now()
+        )
+        self.message_user(request, f"Revoked {count} token(s).", messages.SUCCESS)

@@ -157,18 +157,53 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "static"
 STATIC_ROOT.mkdir(exist_ok=True)
 
-LOGIN_URL = "/admin/login/"
+# --- logins, tokens and request bodies ------------------------------------------------------
+# Lookout's own login page, for every active user (the admin's takes staff only).
+LOGIN_URL = "lookout:login"
+LOGIN_REDIRECT_URL = "lookout:jobs"
+LOGOUT_REDIRECT_URL = "lookout:login"
+# Failed-login throttling (armada.services.login_throttle), shared by Basic auth and both
+# login pages. Its counts are kept in the cache below, never in the database.
+LOGIN_THROTTLE = {
+    "USER_FAILURES": env_int("ARMADA_LOGIN_MAX_FAILURES", 5),
+    "ADDRESS_FAILURES": env_int("ARMADA_LOGIN_MAX_FAILURES_PER_ADDRESS", 20),
+    "WINDOW_SECONDS": env_int("ARMADA_LOGIN_FAILURE_WINDOW", 15 * 60),
+    "BASE_DELAY_SECONDS": env_int("ARMADA_LOGIN_LOCKOUT_SECONDS", 10),
+    "MAX_DELAY_SECONDS": env_int("ARMADA_LOGIN_LOCKOUT_MAX_SECONDS", 15 * 60),
+}
+# Shared by every web process: Redis when there is one, else files on this machine.
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "login-throttle": (
+        {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": env_str("REDIS_URL"),
+            "KEY_PREFIX": "armada-login-throttle",
+        }
+        if env_str("REDIS_URL")
+        else {
+            "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+            "LOCATION": str(VAR_DIR / "cache" / "login-throttle"),
+            "KEY_PREFIX": "armada-login-throttle",
+        }
+    ),
+}
 # The largest request body: the API answers 413 above it, before reading it. The default
 # holds a job file of the most jobs one submit accepts with room to spare.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("ARMADA_MAX_BODY_BYTES", 10 * 1024 * 1024)
+# The largest body taken from a caller who has not logged in (the login form, say): the
+# ASGI guard (armada.api.bodyguard) answers 413 above it and never spools such a body.
+ANONYMOUS_MAX_BODY_BYTES = env_int("ARMADA_MAX_ANONYMOUS_BODY_BYTES", 64 * 1024)
 
 # --- REST API -------------------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         # Token first: its WWW-Authenticate header makes an anonymous call a 401, not a 403.
-        "rest_framework.authentication.TokenAuthentication",
+        # It takes personal API tokens and DRF's legacy tokens, as Bearer or Token.
+        "armada.api.auth.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.BasicAuthentication",
+        # Slow by design (one password hash per call) and throttled after failures.
+        "armada.api.auth.ThrottledBasicAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PARSER_CLASSES": [

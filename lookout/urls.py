@@ -1,10 +1,14 @@
 from django.urls import path
 
-from lookout import metrics_views, policy_views, queue_views, views
+from lookout import account_views, metrics_views, policy_views, queue_views, token_views, views
 
 app_name = "lookout"
 urlpatterns = [
     path("", views.jobs, name="jobs"),
+    path("login", account_views.LoginView.as_view(), name="login"),
+    path("logout", account_views.LogoutView.as_view(), name="logout"),
+    path("tokens/", token_views.tokens, name="tokens"),
+    path("tokens/<str:token_id>/revoke", token_views.token_revoke_view, name="token-revoke"),
     path("jobs/<str:job_id>", views.job_detail, name="job"),
     path("jobs/<str:job_id>/cancel", views.job_cancel, name="job-cancel"),
     path("jobs/<str:job_id>/reprioritize", views.job_reprioritize, name="job-reprioritize"),

@@ -146,3 +146,14 @@ def _fresh_scheduler_memory():
 def _fast_password_hashing(settings):
     """Tests make many users; the production hasher is slow on purpose."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_login_throttle():
+    """Failed logins are counted across tests otherwise (in Redis or files), and many tests
+    send wrong passwords on purpose: each test starts with no failures counted."""
+    from armada.services.login_throttle import login_throttle_reset
+
+    login_throttle_reset()
+    yield
+    login_throttle_reset()

@@ -1,7 +1,7 @@
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from armada.api import streams, views
+from armada.api import streams, token_views, views
 
 urlpatterns = [
     path("queues", views.QueueListView.as_view(), name="queue-list"),
@@ -46,6 +46,8 @@ urlpatterns = [
     path(
         "job-sets/<str:queue>/<path:job_set>/events", streams.job_set_events, name="job-set-events"
     ),
+    path("tokens", token_views.TokenListView.as_view(), name="token-list"),
+    path("tokens/<str:token_id>", token_views.TokenDetailView.as_view(), name="token-detail"),
     path("schema", SpectacularAPIView.as_view(), name="schema"),
     path("docs", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
 ]

@@ -1,5 +1,6 @@
 """ORM models, one module per aggregate."""
 
+from armada.models.api_token import ApiToken
 from armada.models.event import Event
 from armada.models.executor import Executor, Node
 from armada.models.job import Job, Run
@@ -13,6 +14,7 @@ from armada.models.queue import Queue
 from armada.models.scheduling import SchedulingReason, SchedulingRound
 
 __all__ = [
+    "ApiToken",
     "Event",
     "Executor",
     "Job",

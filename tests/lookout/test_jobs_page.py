@@ -11,7 +11,7 @@ pytestmark = pytest.mark.django_db
 
 def test_jobs_page_needs_a_login(client):
     response = client.get("/")
-    assert response.status_code == 302 and "/admin/login/" in response["Location"]
+    assert response.status_code == 302 and response["Location"] == "/login?next=/"
 
 
 def test_jobs_page_lists_newest_first_and_filters(client, admin_user, queue, owner):

@@ -109,7 +109,7 @@ def edit(client: Client, text: str, base_version: int = 1):
 )
 def test_anonymous_people_are_sent_to_the_login_page(client, policy, url):
     response = client.get(url)
-    assert response.status_code == 302 and response["Location"].startswith("/admin/login/")
+    assert response.status_code == 302 and response["Location"].startswith("/login?next=")
 
 
 @pytest.mark.parametrize(
