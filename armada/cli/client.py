@@ -191,7 +191,10 @@ class ArmadaClient:
                 content = b""
             finally:
                 response.close()
-            raise error_from_body(response.status_code, response.reason or "", content)
+            error = error_from_body(response.status_code, response.reason or "", content)
+            if response.status_code == 401 and self.settings.auth_kind == "none":
+                error.message += " (run `armadactl login`, or set ARMADA_TOKEN)"
+            raise error
         return response
 
     def _json(self, response: requests.Response) -> Any:
@@ -371,6 +374,24 @@ class ArmadaClient:
     def delete_retry_policy(self, name: str) -> None:
         """``DELETE /api/v1/retry-policies/{name}`` (204; 409 while a queue names it)."""
         self._request("DELETE", f"retry-policies/{quote(name, safe='')}").close()
+
+    # -- API tokens -------------------------------------------------------------------
+
+    def create_token(self, name: str, expires_in: str | None = None) -> dict[str, Any]:
+        """``POST /api/v1/tokens``: the new token, with its ``key`` (shown only this once)."""
+        body = {"name": name, **({"expiresIn": expires_in} if expires_in else {})}
+        data = self._object(self._request("POST", "tokens", body=body), "token")
+        if not isinstance(data.get("key"), str) or not data["key"]:
+            raise ApiError("the server's answer to creating a token has no key")
+        return data
+
+    def list_tokens(self) -> list[dict[str, Any]]:
+        """``GET /api/v1/tokens``: your tokens (``current`` marks the one calling)."""
+        return self._list(self._request("GET", "tokens"), "token list")
+
+    def revoke_token(self, token_id: int) -> None:
+        """``DELETE /api/v1/tokens/{id}`` (204)."""
+        self._request("DELETE", f"tokens/{quote(str(token_id), safe='')}").close()
 
     # -- events -----------------------------------------------------------------------
 

@@ -61,8 +61,10 @@ class Settings:
             if self.username and sources.get("username", DEFAULT) < sources.get("token", DEFAULT):
                 return "basic"
             return "token"
-        if self.username:
+        if self.username and self.password:
             return "basic"
+        # A username alone (left by ``armadactl logout``, say) is no credential: sending it
+        # with an empty password would only count as a failed login.
         return "none"
 
 
@@ -125,15 +127,18 @@ def resolve_settings(
     *,
     config_path: str | None = None,
     home: Path | None = None,
+    missing_ok: bool = False,
 ) -> Settings:
     """Resolve the settings: flags, then environment, then config file, then defaults.
 
     ``flags`` maps the keys in ``KEYS`` to the flag values (``None`` when not given);
     an empty string counts as not given everywhere, so ``ARMADA_TOKEN=`` unsets nothing.
+    With ``missing_ok`` a config file named explicitly may be missing (``armadactl login``
+    is about to create it).
     """
     env = os.environ if environ is None else environ
     path, required = config_file_path(config_path, env, home)
-    file_values = load_config_file(path, required)
+    file_values = load_config_file(path, required and not missing_ok)
     values: dict[str, str | None] = {}
     sources: dict[str, int] = {}
     for key in KEYS:

@@ -37,6 +37,7 @@ from armada.cli.commands import (
     cmd_update_retry_policy,
     cmd_watch,
 )
+from armada.cli.login import cmd_login, cmd_logout
 from armada.cli.output import (
     DOCUMENT_FORMATS,
     OUTPUT_FORMATS,
@@ -47,6 +48,9 @@ EPILOG = """\
 connection options (--url, --username, --password, --token, --config) go before the
 command or after it: `armadactl --url URL get queues` and `armadactl get queues --url URL`
 are the same.
+
+`armadactl login` asks for your password once and stores an API token in the config
+file; every later command sends the token (`armadactl logout` revokes it).
 
 Each setting is taken from, first match wins:
   1. the flag;
@@ -448,6 +452,28 @@ def build_parser() -> ArgumentParser:
     logs = leaf(commands, "logs", "Print the log of a job run, as it is.")
     logs.add_argument("run_id", metavar="RUN_ID", help="a run id (see `armadactl get job`)")
     logs.set_defaults(handler=cmd_logs)
+
+    # login, logout
+    login = leaf(
+        commands,
+        "login",
+        "Ask for your password once, create an API token with it and store the token (with "
+        "the url and username) in the config file, readable only by you; later commands use it.",
+    )
+    login.add_argument(
+        "--password-stdin",
+        action="store_true",
+        help="read the password from the first line of standard input (for scripts)",
+    )
+    login.add_argument(
+        "--name", metavar="NAME", help="the token's name (default: armadactl on <host> <time>)"
+    )
+    login.add_argument(
+        "--expires-in", metavar="DURATION", help="e.g. 90d or 12h (default: never expires)"
+    )
+    login.set_defaults(handler=cmd_login)
+    logout = leaf(commands, "logout", "Revoke the stored token and remove it from the config file.")
+    logout.set_defaults(handler=cmd_logout)
 
     # preempt
     preempt = commands.add_parser(

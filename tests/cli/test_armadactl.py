@@ -675,7 +675,10 @@ def test_token_and_basic_auth_headers(
     fake_armada.token = "s3cret"
     code, _, err = run(capsys, "--url", fake_armada.url, "get", "queues")
     assert code == 1
-    assert err.strip() == "Error: Authentication credentials were not provided."
+    assert err.strip() == (
+        "Error: Authentication credentials were not provided."
+        " (run `armadactl login`, or set ARMADA_TOKEN)"
+    )
 
     monkeypatch.setenv("ARMADA_TOKEN", "s3cret")
     assert run(capsys, "--url", fake_armada.url, "get", "queues", "-o", "json")[0] == 0
@@ -910,7 +913,10 @@ def test_watch_error_on_first_connection(
     fake_armada.token = "x"
     code, out, err = run(capsys, "--url", fake_armada.url, "watch", "q1", "js1")
     assert (code, out) == (1, "")
-    assert err.strip() == "Error: Authentication credentials were not provided."
+    assert err.strip() == (
+        "Error: Authentication credentials were not provided."
+        " (run `armadactl login`, or set ARMADA_TOKEN)"
+    )
 
 
 def test_watch_rejects_a_line_that_is_not_json(

@@ -449,7 +449,10 @@ def test_policy_commands_send_credentials(
     path = policy_file(tmp_path)
     code, _, err = run(capsys, "--url", fake_armada.url, "create", "retry-policy", "-f", str(path))
     assert code == 1
-    assert err.strip() == "Error: Authentication credentials were not provided."
+    assert err.strip() == (
+        "Error: Authentication credentials were not provided."
+        " (run `armadactl login`, or set ARMADA_TOKEN)"
+    )
     code, out, _ = run(
         capsys,
         "--url",
