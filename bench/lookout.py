@@ -30,7 +30,6 @@ import argparse
 import os
 import random
 import re
-import socket
 import statistics
 import subprocess
 import sys
@@ -335,44 +334,16 @@ def sample_jobs() -> dict:
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    from submit_api import free_port as submit_free_port  # bench/ is on the path
+
+    return submit_free_port()
 
 
 def start_server(db_name: str, workers: int, port: int) -> subprocess.Popen:
-    from django.conf import settings
+    """The web server as production starts it (see ``submit_api.start_server``)."""
+    from submit_api import start_server as submit_start_server
 
-    db = settings.DATABASES["default"]
-    url = f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db_name}"
-    env = {**os.environ, "DATABASE_URL": url, "ARMADA_DEV": "1"}
-    proc = subprocess.Popen(
-        [
-            str(ROOT / ".venv/bin/uvicorn"),
-            "armada.asgi:application",
-            "--workers",
-            str(workers),
-            "--port",
-            str(port),
-            "--no-access-log",
-            "--log-level",
-            "warning",
-        ],
-        cwd=ROOT,
-        env=env,
-    )
-    import requests
-
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            if requests.get(f"http://127.0.0.1:{port}/admin/login/", timeout=2).ok:
-                return proc
-        except requests.RequestException:
-            pass
-        time.sleep(0.3)
-    proc.kill()
-    raise RuntimeError("the web server did not start")
+    return submit_start_server(db_name, workers, port)
 
 
 def login(base: str, username: str):

@@ -39,17 +39,27 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(db_name: str, workers: int, port: int) -> subprocess.Popen:
+def start_server(
+    db_name: str, workers: int, port: int, options: list[str] | None = None
+) -> subprocess.Popen:
+    """The web server as production starts it (``armada.webserver.WEB_COMMAND``) on database
+    ``db_name``; ``options`` replace the HTTP protocol and add any other uvicorn options.
+    Returns once it answers."""
     import requests
     from django.conf import settings
+
+    from armada.webserver import WEB_COMMAND
 
     db = settings.DATABASES["default"]
     url = f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db_name}"
     env = {**os.environ, "DATABASE_URL": url, "ARMADA_DEV": "1"}
+    command = [str(ROOT / ".venv/bin/uvicorn"), *WEB_COMMAND[1:]]
+    if options and "--http" in options:
+        command = command[:2]  # the caller chooses the protocol
     proc = subprocess.Popen(
         [
-            str(ROOT / ".venv/bin/uvicorn"),
-            "armada.asgi:application",
+            *command,
+            *(options or []),
             "--workers",
             str(workers),
             "--port",
@@ -61,12 +71,14 @@ def start_server(db_name: str, workers: int, port: int) -> subprocess.Popen:
         cwd=ROOT,
         env=env,
     )
-    deadline = time.time() + 60
+    deadline = time.time() + 120
     while time.time() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the web server exited with {proc.returncode}")
         try:
-            if requests.get(f"http://127.0.0.1:{port}/api/v1/schema", timeout=2).status_code < 500:
+            if requests.get(f"http://127.0.0.1:{port}/admin/login/", timeout=10).ok:
                 return proc
-        except requests.RequestException:
+        except requests.RequestException:  # refused, or too slow to answer yet
             pass
         time.sleep(0.3)
     proc.kill()

@@ -22,6 +22,8 @@ import pytest
 import requests
 import yaml
 
+from armada.webserver import WEB_COMMAND
+
 ROOT = Path(__file__).resolve().parents[2]
 E2E_CONFIG = {
     "scheduling": {"cyclePeriod": "300ms"},
@@ -198,8 +200,7 @@ def launch(transactional_db, tmp_path, django_user_model) -> Iterator:
         web = [
             PY,
             "-m",
-            "uvicorn",
-            "armada.asgi:application",
+            *WEB_COMMAND,  # as production starts it
             "--host",
             "127.0.0.1",
             "--port",
