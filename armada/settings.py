@@ -94,6 +94,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Path, query and form text every view may trust (400/404 with a message otherwise).
+    "armada.web.inputs.InputGuardMiddleware",
     "django_prometheus.middleware.PrometheusAfterMiddleware",
 ]
 

@@ -38,6 +38,7 @@ from armada.core.quantity import CPU, GPU, MEMORY, format_quantity
 from armada.core.states import JobState
 from armada.models import Job, Run
 from armada.services.authz import watchable_queues
+from armada.web.storable import text_problem
 
 PAGE_SIZE = 50
 MAX_GROUPS = 500
@@ -205,8 +206,10 @@ def decode_cursor(cursor: str, sort: str) -> tuple[Any, str] | None:
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         value, job_id = json.loads(raw)
-        if not isinstance(job_id, str):
+        if not isinstance(job_id, str) or text_problem(job_id) is not None:
             return None
+        if isinstance(value, str) and text_problem(value) is not None:
+            return None  # no stored value holds it (and the database would refuse it)
         if sort in DATETIME_SORTS:
             value = datetime.fromisoformat(value)
         elif sort in ("priority", "retries"):

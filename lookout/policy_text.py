@@ -18,6 +18,7 @@ import yaml
 
 from armada.core.errors import FieldError
 from armada.core.policy import DOCUMENT_KEY_ORDER
+from armada.web.documents import DocumentError, read_document
 
 _TOKEN = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 # The order of the file form (``core.policy.policy_document``). Stored documents do not keep
@@ -76,14 +77,15 @@ def document_yaml(document: dict[str, Any]) -> str:
 
 
 def load_yaml(text: str) -> Any:
-    """The data of ``text``; raises YAMLTextError (with the line) when it is not YAML."""
+    """The data of ``text``, read exactly as the API reads a YAML body
+    (``armada.web.documents``): raises YAMLTextError (with the line, when the parser knows
+    it) for a text that is not such a document, and ValidationFailed naming each field whose
+    value could not be stored."""
     try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-        problem = getattr(exc, "problem", None) or str(exc)
-        line = mark.line + 1 if mark is not None else None
-        raise YAMLTextError(TextError("", f"not valid YAML: {problem}", line)) from None
+        return read_document(text)
+    except DocumentError as exc:
+        message = exc.describe("the document", with_line=False)
+        raise YAMLTextError(TextError("", message, exc.line)) from None
 
 
 def _path(field: str) -> list[str | int]:

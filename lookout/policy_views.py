@@ -27,6 +27,7 @@ from armada.services import policies as policy_services
 from armada.services.authz import has_global
 from armada.services.errors import Conflict, NotFound, PermissionDenied, ValidationFailed
 from armada.services.queues import queue_list
+from armada.web.inputs import checks_own_text, whole_number
 from lookout.forms import AttachForm, TesterForm
 from lookout.policy_text import (
     TextError,
@@ -172,8 +173,7 @@ def _evaluate(request: HttpRequest, form: TesterForm, policy: RetryPolicy) -> Ou
 def policy_detail(request: HttpRequest, name: str) -> HttpResponse:
     policy = policy_services.policy_get(name=name)
     versions = policy_services.policy_versions(policy=policy)
-    raw_diff = request.GET.get("diff", "")
-    chosen = int(raw_diff) if raw_diff.isdigit() else None
+    chosen = whole_number(request.GET.get("diff", ""))
     queues = queue_list()
     using = [
         {"name": q.name, "position": q.retry_policies.index(name) + 1}
@@ -195,11 +195,15 @@ def policy_detail(request: HttpRequest, name: str) -> HttpResponse:
 
 
 def _load(text: str) -> tuple[Any, list[TextError]]:
-    """The data of the typed text, or the YAML error with its line."""
+    """The data of the typed text, or its problems with their lines: the API's checks of a
+    YAML body (``policy_text.load_yaml``), so that the editor takes exactly what the API
+    takes."""
     try:
         return load_yaml(text), []
     except YAMLTextError as exc:
         return None, [exc.error]
+    except ValidationFailed as exc:
+        return None, locate(text, exc.errors)
 
 
 def _editor(
@@ -225,8 +229,7 @@ def _editor(
 def _save(request: HttpRequest, policy: RetryPolicy | None) -> HttpResponse:
     """Validate and save the typed document; on any error re-show it, saving nothing."""
     text = request.POST.get("document", "")
-    raw_base = request.POST.get("base_version", "")
-    base_version = int(raw_base) if raw_base.isdigit() else None
+    base_version = whole_number(request.POST.get("base_version", ""))
     data, errors = _load(text)
     if not errors:
         try:
@@ -253,6 +256,7 @@ def _save(request: HttpRequest, policy: RetryPolicy | None) -> HttpResponse:
     return _editor(request, policy=policy, text=text, errors=errors, base_version=base_version)
 
 
+@checks_own_text("document")
 @require_http_methods(["GET", "POST"])
 @policy_reader
 def policy_new(request: HttpRequest) -> HttpResponse:
@@ -265,6 +269,7 @@ def policy_new(request: HttpRequest) -> HttpResponse:
     return _editor(request, policy=None, text=NEW_POLICY_TEMPLATE, errors=[], base_version=None)
 
 
+@checks_own_text("document")
 @require_http_methods(["GET", "POST"])
 @policy_reader
 def policy_edit(request: HttpRequest, name: str) -> HttpResponse:
@@ -279,6 +284,7 @@ def policy_edit(request: HttpRequest, name: str) -> HttpResponse:
     return _editor(request, policy=policy, text=text, errors=[], base_version=policy.version)
 
 
+@checks_own_text("document")
 @require_POST
 def policy_validate(request: HttpRequest) -> JsonResponse:
     """Check a typed document without saving it: ``{"valid": bool, "errors": [{field,

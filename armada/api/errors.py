@@ -65,5 +65,7 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
         }
     else:
         detail = exc.detail if isinstance(exc, exceptions.APIException) else str(exc)
+        if not str(detail) and isinstance(response.data, dict):
+            detail = response.data.get("detail", "")  # DRF's words for a bare Http404
         response.data = {"message": str(detail), "errors": []}
     return response

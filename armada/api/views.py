@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.http import Http404
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
@@ -156,6 +157,14 @@ class ApiView(APIView):
         super().initial(request, *args, **kwargs)
         check_path_values(kwargs)
         check_storable(request.data)
+
+    def perform_content_negotiation(self, request: Request, force: bool = False):
+        # DRF answers an unknown ``?format=`` with a bare 404; say what is wrong instead.
+        try:
+            return super().perform_content_negotiation(request, force)
+        except Http404:
+            formats = ", ".join(r.format for r in self.get_renderers())
+            raise ValidationFailed.one("format", f"must be one of {formats}") from None
 
 
 def _reason(data: dict) -> str:
