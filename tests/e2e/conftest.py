@@ -11,7 +11,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,8 +22,10 @@ import requests
 import yaml
 
 from armada.webserver import WEB_COMMAND
+from tests.waiting import wait_for_http, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
+HTTP_TIMEOUT = 30  # seconds; generous, so that a busy machine is slow rather than failing
 E2E_CONFIG = {
     "scheduling": {"cyclePeriod": "300ms"},
     "executorTimeout": "30s",
@@ -124,21 +125,17 @@ class System:
         self.start("scheduler", command, env)
 
     def get(self, path: str) -> requests.Response:
-        return requests.get(self.url + path, auth=self.auth, timeout=10)
+        return requests.get(self.url + path, auth=self.auth, timeout=HTTP_TIMEOUT)
 
     def post(self, path: str, **kwargs) -> requests.Response:
-        return requests.post(self.url + path, auth=self.auth, timeout=10, **kwargs)
+        return requests.post(self.url + path, auth=self.auth, timeout=HTTP_TIMEOUT, **kwargs)
 
     def wait_for(self, what: str, predicate, timeout: float = 60.0, interval: float = 0.3):
-        """Poll ``predicate`` until it returns something truthy; fail with the logs if not."""
-        deadline = time.monotonic() + timeout
-        while True:
-            value = predicate()
-            if value:
-                return value
-            if time.monotonic() > deadline:
-                pytest.fail(f"timed out waiting for {what}\n{self.log_tail()}")
-            time.sleep(interval)
+        """Poll ``predicate`` until it returns something truthy; a slow or refused HTTP
+        request counts as not yet (``tests.waiting``); fail with the logs if time runs out."""
+        return wait_until(
+            what, predicate, timeout=timeout, interval=interval, details=self.log_tail
+        )
 
 
 def _database_url(settings_dict: dict) -> str:
@@ -215,16 +212,12 @@ def launch(transactional_db, tmp_path, django_user_model) -> Iterator:
                 [*WORKER, "-Q", f"executor.{name}", "-n", f"executor-{name}@e2e"],
             )
 
-        def web_up() -> bool:
-            for proc, _ in system.children.values():
-                if proc.poll() is not None:
-                    pytest.fail("a process exited at start-up:\n" + system.log_tail())
-            try:
-                return requests.get(system.url + "/metrics", timeout=2).status_code == 200
-            except requests.ConnectionError:
-                return False
-
-        system.wait_for("the web process", web_up)
+        wait_for_http(
+            system.url + "/metrics",
+            "the web process",
+            processes=[proc for proc, _ in system.children.values()],
+            details=system.log_tail,
+        )
         return system
 
     try:
