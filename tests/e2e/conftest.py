@@ -1,6 +1,7 @@
-"""Real processes for end-to-end tests: uvicorn (web), a Celery scheduler worker with beat,
-and a Celery worker per executor, all on the test database and the configured broker
-(Redis when ``REDIS_URL`` is set, else the file-system broker in a temporary folder).
+"""Real processes for end-to-end tests: uvicorn (web), a Celery scheduler worker, Celery beat
+(its own process, as in production) and a Celery worker per executor, all on the test
+database and the configured broker (Redis when ``REDIS_URL`` is set, else the file-system
+broker in a temporary folder).
 
 ``system`` starts them with ``E2E_CONFIG``; ``launch`` starts them with any configuration,
 and a running ``System`` can stop one process or restart the scheduler with a new one."""
@@ -21,6 +22,7 @@ import pytest
 import requests
 import yaml
 
+from armada.management.commands.runall import celery_beat_command
 from armada.webserver import WEB_COMMAND
 from tests.waiting import wait_for_http, wait_until
 
@@ -109,20 +111,14 @@ class System:
         return path
 
     def start_scheduler(self, config_path: Path | None = None) -> None:
+        """Start the scheduler worker and (again) beat, both with ``config_path``."""
         env = dict(self.env)
         if config_path is not None:
             env["ARMADA_CONFIG"] = str(config_path)
-        command = [
-            *WORKER,
-            "-Q",
-            "scheduler",
-            "-n",
-            "scheduler@e2e",
-            "-B",
-            "-s",
-            str(self.workdir / "beat-schedule"),
-        ]
-        self.start("scheduler", command, env)
+        self.start("scheduler", [*WORKER, "-Q", "scheduler", "-n", "scheduler@e2e"], env)
+        if "beat" in self.children:
+            self.stop("beat")  # a clean stop hands the lease over at once
+        self.start("beat", celery_beat_command(), env)
 
     def get(self, path: str) -> requests.Response:
         return requests.get(self.url + path, auth=self.auth, timeout=HTTP_TIMEOUT)

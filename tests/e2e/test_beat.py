@@ -19,12 +19,12 @@ import pytest
 import yaml
 
 from armada.beat import LEASE_NAME, LEASE_TTL, RETRY_SECONDS
-from tests.e2e.conftest import PY, ROOT, _database_url, _e2e_redis_url
+from armada.management.commands.runall import celery_beat_command
+from tests.e2e.conftest import ROOT, _database_url, _e2e_redis_url
 
 pytestmark = [pytest.mark.e2e]
 PERIOD = 0.5
 CYCLE = "armada.scheduler.cycle"
-BEAT = [PY, "-m", "celery", "-A", "armada.celery", "beat", "-S", "armada.beat:LeasedScheduler"]
 
 
 class Broker:
@@ -109,7 +109,7 @@ def test_two_beats_send_each_cycle_once_and_a_standby_takes_over_after_kill_9(
         for log in logs:
             with open(log, "w") as out:
                 proc = subprocess.Popen(
-                    [*BEAT, "--loglevel", "INFO"],
+                    celery_beat_command(),
                     cwd=ROOT,
                     env=env,
                     stdout=out,

@@ -1,28 +1,30 @@
-"""``manage.py runall``: the whole system on one machine (web, scheduler + beat, executors).
+"""``manage.py runall``: the whole system on one machine (web, scheduler, beat, executors).
 
 Migrates, creates the local admin user, collects static files, then starts and supervises:
 - web: uvicorn serving ``armada.asgi`` (REST API, admin, Lookout, metrics, event streams);
-- scheduler: a Celery worker on queue ``scheduler`` with the beat scheduler embedded;
+- scheduler: a Celery worker on queue ``scheduler``;
+- beat: Celery beat alone, sending cycles and executor ticks under the ``beat`` lease;
 - one Celery worker per configured executor on queue ``executor.<id>``.
-If any process exits, the others are stopped and the command exits non-zero; Ctrl-C stops all.
+A process that dies is restarted (``armada.supervisor``: one log line each, at most
+``--max-restarts`` within ``--restart-window`` seconds, then everything stops and the command
+exits non-zero); Ctrl-C or SIGTERM stops every process.
 """
 
 from __future__ import annotations
 
 import os
 import secrets
-import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
+from django.db import connections
 
 from armada.celery import executor_queue
+from armada.supervisor import RestartPolicy, Supervisor
 
 
 def _admin_password(var_dir: Path) -> tuple[str, str]:
@@ -39,8 +41,8 @@ def _admin_password(var_dir: Path) -> tuple[str, str]:
     return password, f"generated, kept in {path}"
 
 
-def celery_worker_command(queue: str, name: str, *, beat: bool = False) -> list[str]:
-    cmd = [
+def celery_worker_command(queue: str, name: str) -> list[str]:
+    return [
         sys.executable,
         "-m",
         "celery",
@@ -57,20 +59,58 @@ def celery_worker_command(queue: str, name: str, *, beat: bool = False) -> list[
         "--loglevel",
         os.environ.get("LOG_LEVEL", "INFO"),
     ]
-    if beat:
-        cmd += ["-B", "-s", str(settings.VAR_DIR / "celerybeat-schedule")]
-    return cmd
+
+
+def celery_beat_command() -> list[str]:
+    """Beat on its own, under the ``beat`` lease (``armada.beat``); a second one stands by."""
+    return [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "armada.celery",
+        "beat",
+        "-S",
+        "armada.beat:LeasedScheduler",
+        "--loglevel",
+        os.environ.get("LOG_LEVEL", "INFO"),
+    ]
 
 
 class Command(BaseCommand):
-    help = "Run web, scheduler (with beat) and every configured executor, supervised."
+    help = "Run web, scheduler, beat and every configured executor, restarting what dies."
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--host", default=os.environ.get("ARMADA_HOST", "127.0.0.1"))
         parser.add_argument("--port", type=int, default=int(os.environ.get("ARMADA_PORT", "8000")))
         parser.add_argument("--no-admin", action="store_true", help="do not create the admin user")
+        parser.add_argument(
+            "--max-restarts",
+            type=int,
+            default=RestartPolicy.max_restarts,
+            help="restarts of one process within the window before everything stops",
+        )
+        parser.add_argument(
+            "--restart-window",
+            type=float,
+            default=RestartPolicy.window,
+            help="seconds over which --max-restarts counts",
+        )
 
-    def handle(self, *args, host: str, port: int, no_admin: bool, **options) -> None:
+    def handle(
+        self,
+        *args,
+        host: str,
+        port: int,
+        no_admin: bool,
+        max_restarts: int,
+        restart_window: float,
+        **options,
+    ) -> None:
+        if max_restarts < 0:
+            raise CommandError("--max-restarts: must be 0 or more")
+        if restart_window <= 0:
+            raise CommandError("--restart-window: must be more than 0 seconds")
         call_command("migrate", interactive=False, verbosity=0)
         call_command("collectstatic", interactive=False, verbosity=0)
         call_command("seed_permissions", verbosity=0)
@@ -88,13 +128,32 @@ class Command(BaseCommand):
                 str(port),
                 "--no-access-log",
             ],
-            "scheduler": celery_worker_command("scheduler", "scheduler", beat=True),
+            "scheduler": celery_worker_command("scheduler", "scheduler"),
+            "beat": celery_beat_command(),
         }
         for executor in settings.ARMADA.executors:
             processes[f"executor {executor.id}"] = celery_worker_command(
                 executor_queue(executor.id), f"executor-{executor.id}"
             )
-        self._supervise(processes, f"http://{host}:{port}/")
+        url = f"http://{host}:{port}/"
+
+        def announce() -> None:
+            self.stdout.write(
+                self.style.SUCCESS(
+                    f"Armada is up at {url}  (API docs {url}api/v1/docs, admin {url}admin/)"
+                )
+            )
+            self.stdout.flush()
+
+        def say(line: str) -> None:
+            self.stdout.write(line)
+            self.stdout.flush()
+
+        connections.close_all()  # supervising is waiting: hold no database connection
+        policy = RestartPolicy(max_restarts=max_restarts, window=restart_window)
+        code = Supervisor(processes, say=say, policy=policy).run(on_started=announce)
+        if code:
+            sys.exit(code)
 
     def _ensure_admin(self) -> None:
         username = os.environ.get("ARMADA_ADMIN_USERNAME", "admin")
@@ -108,44 +167,3 @@ class Command(BaseCommand):
             user.is_staff = user.is_superuser = True
             user.save()
         self.stdout.write(f"admin user: {username} / password: {password} ({origin})")
-
-    def _supervise(self, commands: dict[str, list[str]], url: str) -> None:
-        children: dict[str, subprocess.Popen] = {}
-        stopping = False
-
-        def stop(*_: object) -> None:
-            nonlocal stopping
-            stopping = True
-
-        signal.signal(signal.SIGTERM, stop)
-        signal.signal(signal.SIGINT, stop)
-        for name, cmd in commands.items():
-            children[name] = subprocess.Popen(cmd)
-        self.stdout.write(
-            self.style.SUCCESS(
-                f"Armada is up at {url}  (API docs {url}api/v1/docs, admin {url}admin/)"
-            )
-        )
-        self.stdout.flush()
-        failed = ""
-        while not stopping:
-            for name, child in children.items():
-                if child.poll() is not None:
-                    failed = name
-                    stopping = True
-                    break
-            time.sleep(0.5)
-        for child in children.values():
-            if child.poll() is None:
-                child.terminate()
-        deadline = time.monotonic() + 15
-        for child in children.values():
-            try:
-                child.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                child.kill()
-        if failed:
-            self.stderr.write(
-                f"{failed} exited with code {children[failed].returncode}; stopped the rest"
-            )
-            sys.exit(1)

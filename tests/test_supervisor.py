@@ -1,0 +1,163 @@
+"""The supervisor behind ``runall`` (``armada.supervisor``) with small real child processes:
+restarts with a backoff and a clear line, gives up past the limit, stops whole process
+groups, and its children die with it even when it is killed with SIGKILL."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from armada.supervisor import RestartPolicy, Supervisor, describe_exit
+
+ROOT = Path(__file__).resolve().parents[1]
+QUICK = RestartPolicy(max_restarts=2, window=60, backoff_first=0.01, backoff_max=0.05)
+
+
+def alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
+def wait_until(what: str, predicate, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def python(code: str) -> list[str]:
+    return [sys.executable, "-c", textwrap.dedent(code)]
+
+
+@pytest.mark.parametrize(
+    ("restart", "delay"), [(1, 0.5), (2, 1.0), (3, 2.0), (4, 4.0), (5, 5.0), (9, 5.0)]
+)
+def test_the_backoff_doubles_up_to_its_cap(restart, delay):
+    assert RestartPolicy().backoff(restart) == delay
+
+
+@pytest.mark.parametrize(
+    ("code", "text"),
+    [
+        (0, "exited with code 0"),
+        (3, "exited with code 3"),
+        (-9, "was killed by SIGKILL"),
+        (-15, "was killed by SIGTERM"),
+        (-200, "was killed by signal 200"),
+    ],
+)
+def test_an_exit_is_described_by_its_code_or_signal(code, text):
+    assert describe_exit(code) == text
+
+
+def test_a_child_that_keeps_dying_is_restarted_up_to_the_limit_then_everything_stops():
+    lines: list[str] = []
+    supervisor = Supervisor(
+        {
+            "doomed": python("import sys; sys.exit(3)"),
+            "steady": python("import time; time.sleep(120)"),
+        },
+        say=lines.append,
+        policy=QUICK,
+    )
+    assert supervisor.run() == 1
+    deaths = [line for line in lines if line.startswith("runall: doomed (pid")]
+    assert [line.split("; ", 1)[1] for line in deaths] == [
+        "restart 1 of 2 within 60 s, in 0.01 s",
+        "restart 2 of 2 within 60 s, in 0.02 s",
+        "giving up: it died 3 times within 60 s (limit 2 restarts). Stopping every process.",
+    ]
+    assert all("exited with code 3" in line for line in deaths)
+    assert sum(line.startswith("runall: started doomed") for line in lines) == 3
+    assert supervisor.children["steady"].poll() is not None  # stopped with the rest
+
+
+def test_deaths_outside_the_window_do_not_count(tmp_path):
+    dead = subprocess.Popen([sys.executable, "-c", "raise SystemExit(1)"])
+    dead.wait(timeout=30)
+    lines: list[str] = []
+    supervisor = Supervisor({"x": ["true"]}, say=lines.append, policy=QUICK)
+    # Two deaths a minute apart each, then three within a minute: only then the limit.
+    assert supervisor._schedule_restart("x", dead, now=0.0)
+    assert supervisor._schedule_restart("x", dead, now=61.0)
+    assert supervisor._schedule_restart("x", dead, now=122.0)
+    assert supervisor._schedule_restart("x", dead, now=130.0)
+    assert not supervisor._schedule_restart("x", dead, now=140.0)
+    assert lines[-1].endswith(
+        "giving up: it died 3 times within 60 s (limit 2 restarts). Stopping every process."
+    )
+
+
+def test_a_child_that_died_once_is_restarted_and_sigterm_stops_the_whole_group(tmp_path):
+    """The child's own child (a shell's background job) goes with it: the signal goes to
+    the process group."""
+    marker = tmp_path / "died-once"
+    grandchild = tmp_path / "grandchild.pid"
+    program = [
+        "sh",
+        "-c",
+        f"if [ -e {marker} ]; then sleep 120 & echo $! > {grandchild}; wait; "
+        f"else touch {marker}; exit 7; fi",
+    ]
+    lines: list[str] = []
+
+    def stop_when_restarted() -> None:
+        wait_until("the restart", lambda: grandchild.exists() and grandchild.read_text())
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    supervisor = Supervisor({"flaky": program}, say=lines.append, policy=QUICK)
+    supervisor.poll_interval = 0.05
+    original = supervisor.start
+
+    def start(name: str) -> None:
+        original(name)
+        if len(lines) == 3:  # started, died, started again
+            stop_when_restarted()
+
+    supervisor.start = start
+    assert supervisor.run() == 0
+    assert "exited with code 7; restart 1 of 2 within 60 s" in lines[1]
+    assert lines[-1] == "runall: stopping every process"
+    pid = int(grandchild.read_text())
+    wait_until("the grandchild to stop", lambda: not alive(pid), timeout=10)
+
+
+SUPERVISED = """
+import sys
+from armada.supervisor import Supervisor
+Supervisor({"a": ["sleep", "120"], "b": ["sleep", "121"]}, say=print).run(
+    on_started=lambda: print("up", flush=True)
+)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_children_die_with_a_supervisor_killed_by_sigkill():
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SUPERVISED],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        lines = [proc.stdout.readline() for _ in range(3)]
+        assert lines[-1] == "up\n", lines
+        pids = [int(line.rsplit("pid ", 1)[1].rstrip(")\n")) for line in lines[:2]]
+        assert all(alive(pid) for pid in pids)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        wait_until("the children to die", lambda: not any(alive(pid) for pid in pids))
+    finally:
+        proc.kill()
+        proc.wait()
