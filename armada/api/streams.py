@@ -10,7 +10,16 @@
   its job set has new events (``armada.api.wakeups``: one subscription per process), and
   at the latest every ``POLL_SECONDS`` (the only mechanism without ``REDIS_URL``). A blank line (an SSE comment) is sent every
   ``KEEPALIVE_SECONDS`` so that proxies keep the connection.
-This is an async view: under ASGI a watcher holds no worker thread while it waits.
+This is an async view: under ASGI a watcher holds no worker thread while it waits, and it
+holds no database connection either: each read borrows a connection from the process's pool
+and gives it back before the stream waits (``_read``), so a thousand watchers cost the pool
+no more than the few reads that run at the same moment. A read that finds its connection
+dead (the database restarted, say) is tried once more on a fresh one.
+
+After its first read, and after each read that sent events and found no more, a watch sends
+a blank line (an SSE comment): the server's word that the client now holds every event committed so far.
+``armadactl watch --exit-if-inactive`` decides that a job set is finished only at such a
+line, never merely because its read buffer ran dry.
 """
 
 from __future__ import annotations
@@ -20,6 +29,8 @@ import time
 from collections.abc import AsyncIterator
 
 from asgiref.sync import sync_to_async
+from django.db import connection
+from django.db.utils import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from rest_framework.request import Request
 from rest_framework.settings import api_settings
@@ -32,8 +43,37 @@ from armada.services.authz import can_on_queue
 from armada.services.events import event_as_dict, events_for_job_set
 
 POLL_SECONDS = 0.25
+# With a live Redis subscription every commit wakes its watchers, so the poll is only a
+# safety net and can be slow: 1,000 watchers polling every 250 ms would be 4,000 reads a
+# second for nothing.
+POLL_SECONDS_WITH_WAKEUPS = 5.0
 KEEPALIVE_SECONDS = 15.0
 BATCH = 500
+
+
+def _read(queue: str, job_set: str, after: int) -> list[tuple[int, str, str]]:
+    """The next events after ``after`` as ``(id, type, JSON)``, on a pooled connection that
+    is handed back before returning (see the module docstring); retried once when the
+    connection turns out to be dead."""
+    for attempt in (1, 2):
+        try:
+            events = events_for_job_set(queue=queue, job_set=job_set, after=after, limit=BATCH)
+            return [
+                (e.id, e.type, json.dumps(event_as_dict(e), separators=(",", ":"))) for e in events
+            ]
+        except (OperationalError, InterfaceError):
+            if attempt == 2:
+                raise
+        finally:
+            connection.close()
+    raise AssertionError("unreachable")
+
+
+def _authorize_and_release(request: HttpRequest, queue_name: str) -> JsonResponse | None:
+    try:
+        return _authorize(request, queue_name)
+    finally:
+        connection.close()
 
 
 def _error(status: int, message: str) -> JsonResponse:
@@ -79,7 +119,9 @@ async def job_set_events(request: HttpRequest, queue: str, job_set: str) -> Http
     except ValidationFailed as exc:  # the database cannot even look such a name up
         errors = [{"field": e.field, "message": e.message} for e in exc.errors]
         return JsonResponse({"message": f"invalid request: {exc}", "errors": errors}, status=400)
-    denied = await sync_to_async(_authorize)(request, queue)
+    # Not thread-sensitive: these reads run on the loop's shared executor instead of a thread
+    # kept for each open stream, and each gives its connection back (``_read``).
+    denied = await sync_to_async(_authorize_and_release, thread_sensitive=False)(request, queue)
     if denied is not None:
         return denied
     after = _cursor(request)
@@ -87,29 +129,32 @@ async def job_set_events(request: HttpRequest, queue: str, job_set: str) -> Http
         return _error(400, "invalid request: from: must be a non-negative event id")
     watch = request.GET.get("watch", "false").lower() in ("1", "true", "yes")
     sse = "text/event-stream" in request.headers.get("Accept", "")
-    load = sync_to_async(events_for_job_set)
+    load = sync_to_async(_read, thread_sensitive=False)
+    drained_mark = ":\n\n" if sse else "\n"
 
     async def stream() -> AsyncIterator[str]:
         cursor = after
         quiet = 0.0
+        first = True
         waiter = await wakeups.register(queue, job_set) if watch else None
         try:
             while True:
                 if waiter is not None:
                     waiter.clear()  # a wake-up during the read below is kept for the wait
-                events = await load(queue=queue, job_set=job_set, after=cursor, limit=BATCH)
-                for e in events:
-                    cursor = e.id
-                    body = json.dumps(event_as_dict(e), separators=(",", ":"))
-                    yield f"id: {e.id}\nevent: {e.type}\ndata: {body}\n\n" if sse else body + "\n"
+                events = await load(queue, job_set, cursor)
+                for event_id, kind, body in events:
+                    cursor = event_id
+                    yield f"id: {event_id}\nevent: {kind}\ndata: {body}\n\n" if sse else body + "\n"
                 if len(events) == BATCH:
                     continue
                 if waiter is None:
                     return
-                if events:
+                if events or first:
                     quiet = 0.0
+                    yield drained_mark
+                first = False
                 started = time.monotonic()
-                await waiter.wait(POLL_SECONDS)
+                await waiter.wait(POLL_SECONDS_WITH_WAKEUPS if waiter.live else POLL_SECONDS)
                 quiet += time.monotonic() - started
                 if quiet >= KEEPALIVE_SECONDS:
                     quiet = 0.0

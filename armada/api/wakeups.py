@@ -48,6 +48,11 @@ class Waiter:
     def clear(self) -> None:
         self.flag.clear()
 
+    @property
+    def live(self) -> bool:
+        """True while the process's Redis subscription is up, so that commits wake us."""
+        return self.hub is not None and self.hub.ready.is_set()
+
     def close(self) -> None:
         if self.hub is not None:
             self.hub.unregister(self)
