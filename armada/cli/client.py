@@ -68,9 +68,9 @@ class StreamDropped(Exception):
         self.notify = notify
 
 
-# An item of ``watch_events``: an event dict, or ``CAUGHT_UP`` when every event received so
-# far has been yielded and the client is about to wait for more (a good moment to print
-# a summary or to decide that the job set is finished).
+# An item of ``watch_events``: an event dict, or ``CAUGHT_UP`` when the server has said that
+# every event committed so far has been sent and all of them have been yielded (a good
+# moment to print a summary or to decide that the job set is finished).
 CAUGHT_UP: dict[str, Any] = {"type": "__caught_up__"}
 
 
@@ -411,7 +411,10 @@ class ArmadaClient:
         )
 
     def _read_stream(self, response: requests.Response) -> Iterator[dict[str, Any] | None]:
-        """Yield each event of one connection, and ``None`` whenever the buffer runs dry.
+        """Yield each event of one connection, and ``None`` whenever the server has said that
+        the client holds every event so far: a blank line (sent after each read that found no
+        more, and as a keep-alive) with nothing after it yet. A buffer that merely ran dry
+        says nothing: the rest of a burst may be on its way.
 
         Reads with ``read1`` so that an event is handed over as soon as its line arrives,
         whether the body is chunked or delimited by the connection closing. Raises
@@ -442,10 +445,13 @@ class ArmadaClient:
                 raise StreamDropped("the server closed the stream", notify=bool(buffer.strip()))
             buffer += data
             *lines, buffer = buffer.split(b"\n")
+            drained = False
             for line in lines:
                 line = line.strip()
                 if not line:
-                    continue  # keep-alive
+                    drained = True  # the server has sent every event it has (or a keep-alive)
+                    continue
+                drained = False
                 try:
                     event = json.loads(line)
                 except ValueError:
@@ -457,7 +463,7 @@ class ArmadaClient:
                         f"the event stream sent a line that is not an object: {line[:120]!r}"
                     )
                 yield event
-            if not buffer:
+            if drained and not buffer:
                 yield None
 
     def watch_events(

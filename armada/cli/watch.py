@@ -7,9 +7,11 @@ failed event ends a job). A retryable failure puts the job in ``retrying`` until
 server re-queues it.
 
 With ``--exit-if-inactive`` the watch stops once every job seen so far is finished. The
-check is made only when the client has caught up with the stream (every event received
-has been handled), never in the middle of a burst, so a job whose ``submitted`` event is
-a few lines further down is not missed.
+check is made only when the client has caught up with the stream: the server has said (with
+a blank line) that it sent every event committed so far, and every one of them has been
+handled. Never in the middle of a burst, nor because a read buffer ran dry, so a job whose
+events are still on their way is not missed; and since every job's first event is
+``submitted``, a job set whose every seen job is finished at that point has no other.
 """
 
 from __future__ import annotations

@@ -87,6 +87,8 @@ class StreamPlan:
     ``ignore_from`` sends from the first event regardless of the cursor (a buggy server).
     ``chunked`` False (implied by ``drop="close"``) sends a close-delimited body.
     ``unterminated`` leaves out the newline after the last event sent.
+    ``pause_after`` sends that many events, waits half a second, then sends the rest: a
+    burst that reaches the client in two reads.
     """
 
     count: int | None = None
@@ -95,6 +97,7 @@ class StreamPlan:
     ignore_from: bool = False
     chunked: bool = True
     unterminated: bool = False
+    pause_after: int | None = None
 
 
 def event(
@@ -441,6 +444,8 @@ class Handler(BaseHTTPRequestHandler):
             for line in self.fake.raw_prefix:
                 write(line)
             for i, item in enumerate(pending):
+                if plan.pause_after is not None and i == plan.pause_after:
+                    time.sleep(0.5)
                 last = plan.unterminated and i == len(pending) - 1
                 write(json.dumps(item).encode() + (b"" if last else b"\n"))
             if plan.drop is None:

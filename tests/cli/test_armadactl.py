@@ -819,6 +819,24 @@ def test_watch_prints_events_as_they_come_on_a_close_delimited_stream(
     assert len(fake_armada.paths()) == 1
 
 
+def test_watch_exit_if_inactive_waits_until_the_server_has_sent_everything(
+    capsys: pytest.CaptureFixture[str], fake_armada: FakeArmada
+) -> None:
+    # Job a has finished when the first read runs dry, but job b's events are still on
+    # their way: only the server's blank line says that the client has everything.
+    fake_armada.events = [
+        event(1, "submitted", "a"),
+        event(2, "succeeded", "a", second=1),
+        event(3, "submitted", "b", second=2),
+        event(4, "failed", "b", second=3, retryable=False),
+    ]
+    fake_armada.stream_plans = [StreamPlan(pause_after=2)]
+    code, out, _ = run(capsys, "--url", fake_armada.url, "watch", "q1", "js1", "--exit-if-inactive")
+    assert code == 0
+    assert watched_ids(out) == ["submitted a", "succeeded a", "submitted b", "failed b"]
+    assert out.splitlines()[-1] == "[2 jobs] succeeded: 1, failed: 1"
+
+
 def test_watch_takes_a_last_event_without_newline_and_resumes_quietly(
     capsys: pytest.CaptureFixture[str], fake_armada: FakeArmada
 ) -> None:
