@@ -190,9 +190,13 @@ def token_authenticate(*, key: str, now: datetime) -> ApiToken:
     once."""
     if not is_token_key(key) or len(key) > 200:
         raise TokenRefused("invalid token: it is not a key this server made")
-    token = ApiToken.objects.select_related("user").filter(digest=key_digest(key)).first()
-    if token is None:
-        raise TokenRefused("invalid token: no such token (mistyped, or its user was deleted)")
+    try:
+        # get(), not first(): no ORDER BY on a lookup by a unique key.
+        token = ApiToken.objects.select_related("user").get(digest=key_digest(key))
+    except ApiToken.DoesNotExist:
+        raise TokenRefused(
+            "invalid token: no such token (mistyped, or its user was deleted)"
+        ) from None
     if token.revoked_at is not None:
         raise TokenRefused(
             f"invalid token: token {token.name!r} was revoked at {token.revoked_at:%Y-%m-%d %H:%M} "
