@@ -9,31 +9,24 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
 
 from armada.supervisor import RestartPolicy, Supervisor, describe_exit
+from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICK = RestartPolicy(max_restarts=2, window=60, backoff_first=0.01, backoff_max=0.05)
 
 
 def alive(pid: int) -> bool:
+    """Whether ``pid`` is a live process (a zombie is not: it has exited)."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except FileNotFoundError:
         return False
     return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-
-
-def wait_until(what: str, predicate, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 def python(code: str) -> list[str]:

@@ -21,6 +21,7 @@ import yaml
 from armada.beat import LEASE_NAME, LEASE_TTL, RETRY_SECONDS
 from armada.management.commands.runall import celery_beat_command
 from tests.e2e.conftest import ROOT, _database_url, _e2e_redis_url
+from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.e2e]
 PERIOD = 0.5
@@ -64,16 +65,11 @@ def cycles_by_sender(broker: Broker) -> dict[int, int]:
     return counts
 
 
-def wait_until(what: str, predicate, logs: list[Path], timeout: float = 60.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            tails = "\n".join(f"--- {p.name}\n{p.read_text()[-3000:]}" for p in logs)
-            pytest.fail(f"timed out waiting for {what}\n{tails}")
-        time.sleep(0.1)
+def wait(what: str, predicate, logs: list[Path], timeout: float = 60.0):
+    def tails() -> str:
+        return "\n".join(f"--- {p.name}\n{p.read_text()[-3000:]}" for p in logs)
+
+    return wait_until(what, predicate, timeout=timeout, interval=0.1, details=tails)
 
 
 def lease_holder_pid() -> int | None:
@@ -116,9 +112,9 @@ def test_two_beats_send_each_cycle_once_and_a_standby_takes_over_after_kill_9(
                     stderr=subprocess.STDOUT,
                 )
             beats[proc.pid] = proc
-        holder = wait_until("a beat to take the lease", lease_holder_pid, logs)
+        holder = wait("a beat to take the lease", lease_holder_pid, logs)
         assert holder in beats
-        wait_until(
+        wait(
             "the other beat to stand by",
             lambda: (
                 all(p.poll() is None for p in beats.values())
@@ -130,7 +126,7 @@ def test_two_beats_send_each_cycle_once_and_a_standby_takes_over_after_kill_9(
         # One sender, at the rate of one beat.
         broker.clear()
         started = time.monotonic()
-        wait_until("ten cycles", lambda: sum(cycles_by_sender(broker).values()) >= 10, logs)
+        wait("ten cycles", lambda: sum(cycles_by_sender(broker).values()) >= 10, logs)
         time.sleep(2.0)  # room for a second sender to show itself
         counts = cycles_by_sender(broker)
         elapsed = time.monotonic() - started
@@ -143,7 +139,7 @@ def test_two_beats_send_each_cycle_once_and_a_standby_takes_over_after_kill_9(
         killed = time.monotonic()
         beats.pop(holder).wait(timeout=30)
         broker.clear()
-        wait_until(
+        wait(
             "the standby to send",
             lambda: cycles_by_sender(broker).get(standby),
             logs,

@@ -11,7 +11,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -19,20 +18,13 @@ import requests
 import yaml
 
 from tests.e2e.conftest import _free_port
+from tests.test_supervisor import alive
+from tests.waiting import answers, wait_until
 
 pytestmark = [pytest.mark.e2e]
 ROOT = Path(__file__).resolve().parents[2]
 PROCESSES = ("web", "scheduler", "beat", "executor local")
 STARTED = re.compile(r"runall: started (.+?) \(pid (\d+)\)")
-
-
-def alive(pid: int) -> bool:
-    """Whether ``pid`` is a live process (a zombie is not: it has exited)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
 
 
 class Runall:
@@ -72,14 +64,9 @@ class Runall:
         return self.log_path.read_text(errors="replace")
 
     def wait_for(self, what: str, predicate, timeout: float = 90.0):
-        deadline = time.monotonic() + timeout
-        while True:
-            value = predicate()
-            if value:
-                return value
-            if time.monotonic() > deadline:
-                pytest.fail(f"timed out waiting for {what}\n{self.log()[-6000:]}")
-            time.sleep(0.3)
+        return wait_until(
+            what, predicate, timeout=timeout, interval=0.3, details=lambda: self.log()[-6000:]
+        )
 
     def wait_up(self) -> None:
         def up() -> bool:
@@ -92,10 +79,7 @@ class Runall:
         self.wait_for("the API", lambda: self.answers("/api/v1/queues"))
 
     def answers(self, path: str) -> bool:
-        try:
-            return requests.get(self.url + path, auth=self.auth, timeout=10).status_code == 200
-        except requests.RequestException:  # refused, or too slow to answer yet
-            return False
+        return answers(self.url + path, auth=self.auth)
 
     def pids(self) -> dict[str, int]:
         """The latest pid of each process runall has started."""
@@ -131,15 +115,12 @@ class Runall:
         job_ids = submitted.json()["jobIds"]
 
         def finished() -> dict[str, str] | None:
-            try:
-                states = {
-                    j: requests.get(
-                        f"{self.url}/api/v1/jobs/{j}", auth=self.auth, timeout=10
-                    ).json()["state"]
-                    for j in job_ids
-                }
-            except requests.RequestException:
-                return None
+            states = {
+                j: requests.get(f"{self.url}/api/v1/jobs/{j}", auth=self.auth, timeout=30).json()[
+                    "state"
+                ]
+                for j in job_ids
+            }
             return states if all(s in ("succeeded", "failed") for s in states.values()) else None
 
         # A restarted scheduler waits for the lease of the one killed to lapse (30 s).

@@ -25,6 +25,7 @@ from django.db import connections
 
 from armada.celery import executor_queue
 from armada.supervisor import RestartPolicy, Supervisor
+from armada.webserver import WEB_COMMAND
 
 
 def _admin_password(var_dir: Path) -> tuple[str, str]:
@@ -120,8 +121,7 @@ class Command(BaseCommand):
             "web": [
                 sys.executable,
                 "-m",
-                "uvicorn",
-                "armada.asgi:application",
+                *WEB_COMMAND,  # as production starts it
                 "--host",
                 host,
                 "--port",
