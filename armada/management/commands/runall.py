@@ -42,13 +42,14 @@ def _admin_password(var_dir: Path) -> tuple[str, str]:
     return password, f"generated, kept in {path}"
 
 
+def _celery(*args: str) -> list[str]:
+    """``celery -A armada.celery <args>`` with this interpreter, at ``LOG_LEVEL``."""
+    level = os.environ.get("LOG_LEVEL", "INFO")
+    return [sys.executable, "-m", "celery", "-A", "armada.celery", *args, "--loglevel", level]
+
+
 def celery_worker_command(queue: str, name: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "celery",
-        "-A",
-        "armada.celery",
+    return _celery(
         "worker",
         "-Q",
         queue,
@@ -57,25 +58,12 @@ def celery_worker_command(queue: str, name: str) -> list[str]:
         "--pool=solo",
         "--without-mingle",
         "--without-gossip",
-        "--loglevel",
-        os.environ.get("LOG_LEVEL", "INFO"),
-    ]
+    )
 
 
 def celery_beat_command() -> list[str]:
     """Beat on its own, under the ``beat`` lease (``armada.beat``); a second one stands by."""
-    return [
-        sys.executable,
-        "-m",
-        "celery",
-        "-A",
-        "armada.celery",
-        "beat",
-        "-S",
-        "armada.beat:LeasedScheduler",
-        "--loglevel",
-        os.environ.get("LOG_LEVEL", "INFO"),
-    ]
+    return _celery("beat", "-S", "armada.beat:LeasedScheduler")
 
 
 class Command(BaseCommand):
