@@ -1,4 +1,6 @@
-"""Validation of queue definitions (a ``kind: Queue`` file, an API body or CLI flags)."""
+"""Validation of queue definitions (a ``kind: Queue`` file, an API body or CLI flags).
+
+A queue's labels follow Kubernetes' rules for label keys and values (``core.labels``)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from armada.core.errors import FieldError, ValidationFailed
+from armada.core.labels import label_problems
 
 RFC1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 VERBS = ("submit", "cancel", "preempt", "reprioritize", "watch")
@@ -104,6 +107,8 @@ def parse_queue(data: Any, *, partial: bool = False) -> dict[str, Any]:
             isinstance(k, str) and isinstance(v, str) for k, v in labels.items()
         ):
             errors.append(FieldError("labels", "must be a mapping of strings to strings"))
+        elif problems := label_problems(labels, "labels"):
+            errors += problems
         else:
             out["labels"] = dict(labels)
     if "permissions" in data:

@@ -2,7 +2,8 @@
 
 ``parse_job_file`` checks the whole file and reports every problem with the field named
 (``jobs[2].podSpec.containers[0].resources``); it returns nothing half-checked, so the
-service can write all the jobs of a file or none of them.
+service can write all the jobs of a file or none of them. Annotation and label keys, label
+values and the size of a job's annotations follow Kubernetes' rules (``core.labels``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 from armada.core.errors import FieldError, ValidationFailed
 from armada.core.fakepod import parse_fake_outcome
+from armada.core.labels import annotation_problems, label_problems
 from armada.core.quantity import CPU, MAX_MILLI, MEMORY, Resources, parse_quantity
 
 RFC1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -208,7 +210,9 @@ def _parse_job(
     ):
         errors.append(FieldError(f"{where}.namespace", "must be a lower-case RFC 1123 label"))
     annotations = _str_map(job.get("annotations"), f"{where}.annotations", errors)
+    errors.extend(annotation_problems(annotations, f"{where}.annotations"))
     labels = _str_map(job.get("labels"), f"{where}.labels", errors)
+    errors.extend(label_problems(labels, f"{where}.labels"))
     pod_spec = job.get("podSpec")
     if not isinstance(pod_spec, Mapping):
         errors.append(FieldError(f"{where}.podSpec", "is required and must be a mapping"))

@@ -27,6 +27,7 @@ from tests.core.test_policy_properties import (
     huge_numbers,
     junk,
 )
+from tests.core.test_submission_properties import label_values, qualified_keys
 
 QUEUE_KEYS = sorted(QUEUE_FIELDS | {"subjects", "verbs", "kind", "name"})
 KNOWN_FIELDS = frozenset(QUEUE_KEYS)
@@ -86,7 +87,7 @@ def valid_queues(draw, partial: bool = False) -> tuple[dict[str, Any], dict[str,
         body["permissions"] = [p for p, _ in pairs]
         out["permissions"] = [g for _, g in pairs]
     if draw(st.booleans()):
-        labels = draw(st.dictionaries(st.text(max_size=8), st.text(max_size=8), max_size=3))
+        labels = draw(st.dictionaries(qualified_keys, label_values, max_size=3))
         body["labels"] = out["labels"] = labels
     if draw(st.booleans()):
         body["cordoned"] = out["cordoned"] = draw(st.booleans())

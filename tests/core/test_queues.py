@@ -209,6 +209,30 @@ ERROR_CASES = [
         "mapping of strings to strings",
     ),
     (
+        "label-key-with-a-space",
+        {"name": "q", "labels": {"my team": "a"}},
+        ["labels[my team]"],
+        "(the key) the name 'my team' must be letters, digits",
+    ),
+    (
+        "label-key-prefix-not-a-subdomain",
+        {"name": "q", "labels": {"Example.COM/team": "a"}},
+        ["labels[Example.COM/team]"],
+        "must be a DNS subdomain",
+    ),
+    (
+        "label-value-too-long",
+        {"name": "q", "labels": {"team": "a" * 64}},
+        ["labels[team]"],
+        "at most 63 characters",
+    ),
+    (
+        "label-value-with-a-slash",
+        {"name": "q", "labels": {"ok": "a", "team": "a/b"}},
+        ["labels[team]"],
+        "must be empty or letters, digits",
+    ),
+    (
         "permissions-not-a-list",
         {"name": "q", "permissions": {"verbs": []}},
         ["permissions"],

@@ -300,6 +300,18 @@ def test_other_annotations_are_not_checked():
     assert parse(job_file(annotated(annotations))).jobs[0].annotations == annotations
 
 
+def test_annotations_up_to_256_kib_are_kept():
+    """A fake-backend log may be long: up to the cap, keys and values together."""
+    key = "fake.armadaproject.io/log"
+    annotations = {key: "line\n" * ((256 * 1024 - len(key)) // 5)}
+    assert parse(job_file(annotated(annotations))).jobs[0].annotations == annotations
+
+
+def test_valid_labels_are_kept():
+    labels = {"app": "train", "example.com/team": "", "Tier_2": "v1.2-rc_3"}
+    assert parse(job_file(job(labels=labels))).jobs[0].labels == labels
+
+
 def test_exactly_max_jobs_is_accepted():
     assert len(parse(job_file(*[job()] * 3), max_jobs=3).jobs) == 3
 
@@ -500,6 +512,36 @@ FIELD_CASES = [
         job_file(job(labels={"on": True})),
         ["jobs[0].labels[on]"],
         "quote numbers",
+    ),
+    (
+        "annotation-key-not-a-qualified-name",
+        job_file(annotated({"my note": "x", "example.com/ok": "y"})),
+        ["jobs[0].annotations[my note]"],
+        "(the key) the name 'my note' must be letters, digits",
+    ),
+    (
+        "annotation-key-prefix-not-a-subdomain",
+        job_file(annotated({"Example.com/note": "x"})),
+        ["jobs[0].annotations[Example.com/note]"],
+        "must be a DNS subdomain",
+    ),
+    (
+        "annotations-over-256-kib",
+        job_file(annotated({"fake.armadaproject.io/log": "x" * (256 * 1024)})),
+        ["jobs[0].annotations"],
+        "at most 262144 (256 KiB) are accepted",
+    ),
+    (
+        "label-key-not-a-qualified-name",
+        job_file(job(labels={"-app": "x"})),
+        ["jobs[0].labels[-app]"],
+        "starting and ending with a letter or digit",
+    ),
+    (
+        "label-value-too-long",
+        job_file(job(labels={"app": "x" * 64})),
+        ["jobs[0].labels[app]"],
+        "at most 63 characters",
     ),
     (
         "unknown-priority-class",

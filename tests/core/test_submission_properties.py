@@ -166,14 +166,28 @@ def pod_specs(draw) -> tuple[dict[str, Any], Resources, str]:
     return pod, total, pc or DEFAULT_CLASS
 
 
+# Kubernetes label names (``core.labels``): letters, digits, '-', '_', '.', alphanumeric at
+# both ends; keys with an optional DNS-subdomain prefix; label values empty or a name.
+_NAME_CHARS = _ALNUM + "ABCXYZ-_."
+label_names = st.builds(
+    lambda first, middle: first + middle,
+    st.sampled_from(_ALNUM + "ABZ"),
+    st.text(alphabet=_NAME_CHARS, max_size=10),
+).map(lambda s: s if s[-1].isalnum() else s + "x")
+qualified_keys = st.builds(
+    lambda prefix, name: f"{prefix}/{name}" if prefix else name,
+    st.none() | st.lists(labels_, min_size=1, max_size=3).map(".".join),
+    label_names,
+)
+label_values = st.just("") | label_names
 plain_annotations = st.dictionaries(
-    st.text(max_size=12).filter(lambda k: "armadaproject.io/" not in k), st.text(max_size=12)
+    qualified_keys.filter(lambda k: "armadaproject.io/" not in k), st.text(max_size=12)
 )
 priorities = st.none() | st.integers(0, MAX_PRIORITY)
 namespaces = st.none() | labels_
 gangs = st.none() | st.tuples(st.text(min_size=1, max_size=20), st.integers(1, 50))
 fail_fasts = st.sampled_from([None, "true", "false"])
-job_labels = st.dictionaries(st.text(max_size=8), st.text(max_size=8), max_size=3)
+job_labels = st.dictionaries(qualified_keys, label_values, max_size=3)
 
 
 @st.composite
