@@ -160,29 +160,45 @@ def _e2e_redis_url(url: str) -> str:
     return f"{base}/{(db - 1) % 16}"
 
 
-@pytest.fixture
-def launch(transactional_db, tmp_path, django_user_model) -> Iterator:
-    """``launch(config)`` starts web, scheduler and one worker per executor of ``config``."""
+def process_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """The environment of a process under test: the test database, a var dir of its own
+    under ``tmp_path``, the Redis database below the suite's, and ``extra``."""
     from django.db import connection
 
-    django_user_model.objects.create_superuser("e2e-admin", "e2e@example.com", "e2e-password")
-    (tmp_path / "armadactl.yaml").write_text("{}\n")  # keep ~/.armadactl.yaml out of the test
-    logs = tmp_path / "logs"
-    logs.mkdir()
-    port = _free_port()
     env = {
         **os.environ,
         "ARMADA_DEV": "1",
         "ARMADA_VAR_DIR": str(tmp_path / "var"),
         "DATABASE_URL": _database_url(connection.settings_dict),
-        "ARMADA_URL": f"http://127.0.0.1:{port}",
-        "ARMADA_USERNAME": "e2e-admin",
-        "ARMADA_PASSWORD": "e2e-password",
-        "ARMADACTL_CONFIG": str(tmp_path / "armadactl.yaml"),
         "PYTHONUNBUFFERED": "1",
+        **extra,
     }
     if os.environ.get("REDIS_URL"):
         env["REDIS_URL"] = _e2e_redis_url(os.environ["REDIS_URL"])
+    return env
+
+
+def web_command(port: int) -> list[str]:
+    """The web process on ``port``, started as production starts it."""
+    return [PY, "-m", *WEB_COMMAND, "--host", "127.0.0.1", "--port", str(port)]
+
+
+@pytest.fixture
+def launch(transactional_db, tmp_path, django_user_model) -> Iterator:
+    """``launch(config)`` starts web, scheduler and one worker per executor of ``config``."""
+    django_user_model.objects.create_superuser("e2e-admin", "e2e@example.com", "e2e-password")
+    (tmp_path / "armadactl.yaml").write_text("{}\n")  # keep ~/.armadactl.yaml out of the test
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    port = _free_port()
+    env = process_env(
+        tmp_path,
+        ARMADA_URL=f"http://127.0.0.1:{port}",
+        ARMADA_USERNAME="e2e-admin",
+        ARMADA_PASSWORD="e2e-password",
+        ARMADACTL_CONFIG=str(tmp_path / "armadactl.yaml"),
+    )
+    if os.environ.get("REDIS_URL"):
         import redis
 
         redis.Redis.from_url(env["REDIS_URL"]).flushdb()
@@ -190,16 +206,7 @@ def launch(transactional_db, tmp_path, django_user_model) -> Iterator:
 
     def start(config: dict) -> System:
         system.env["ARMADA_CONFIG"] = str(system.write_config(config))
-        web = [
-            PY,
-            "-m",
-            *WEB_COMMAND,  # as production starts it
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-        ]
-        system.start("web", web)
+        system.start("web", web_command(port))
         system.start_scheduler()
         for executor in config.get("executors", []):
             name = executor["id"]

@@ -4,13 +4,9 @@ is submitted with a token; the login form still works."""
 
 from __future__ import annotations
 
-import os
 import re
 import socket
-import subprocess
-import sys
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,11 +15,11 @@ import pytest
 import requests
 
 from tests.conftest import job_file
-from tests.e2e.conftest import _database_url, _e2e_redis_url, _free_port
+from tests.e2e.conftest import System, _free_port, process_env, web_command
+from tests.waiting import wait_for_http
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
-ROOT = Path(__file__).resolve().parents[2]
 MiB = 1024 * 1024
 
 
@@ -32,54 +28,32 @@ class Web:
     url: str
     port: int
     spool: Path
-    log: Path
 
 
 @pytest.fixture
 def web(tmp_path, owner) -> Iterator[Web]:
-    """One uvicorn worker on the test database, with its own temporary directory (where
+    """One web process on the test database, with a temporary directory of its own (where
     Django would spool a large body)."""
-    from django.db import connection
-
     spool = tmp_path / "tmp"
     spool.mkdir()
+    logs = tmp_path / "logs"
+    logs.mkdir()
     port = _free_port()
-    env = {
-        **os.environ,
-        "ARMADA_DEV": "1",
-        "ARMADA_VAR_DIR": str(tmp_path / "var"),
-        "DATABASE_URL": _database_url(connection.settings_dict),
-        "TMPDIR": str(spool),
-        "PYTHONUNBUFFERED": "1",
-    }
-    if os.environ.get("REDIS_URL"):
-        env["REDIS_URL"] = _e2e_redis_url(os.environ["REDIS_URL"])
-    log = tmp_path / "web.log"
-    command = [sys.executable, "-m", "uvicorn", "armada.asgi:application", "--port", str(port)]
-    with open(log, "w") as out:
-        proc = subprocess.Popen(command, env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
+    system = System(
+        url=url, env=process_env(tmp_path, TMPDIR=str(spool)), logs=logs, workdir=tmp_path
+    )
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            if proc.poll() is not None:
-                pytest.fail("uvicorn exited at start-up:\n" + log.read_text())
-            try:
-                if requests.get(f"{url}/login", timeout=10).status_code == 200:
-                    break
-            except requests.RequestException:  # not listening yet, or slow to answer
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail("uvicorn did not answer within 120 s:\n" + log.read_text())
-            time.sleep(0.2)
-        yield Web(url=url, port=port, spool=spool, log=log)
+        system.start("web", web_command(port))
+        wait_for_http(
+            f"{url}/login",
+            "the web process",
+            processes=[proc for proc, _ in system.children.values()],
+            details=system.log_tail,
+        )
+        yield Web(url=url, port=port, spool=spool)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        system.stop_all()
 
 
 @pytest.fixture
@@ -126,6 +100,16 @@ def upload(web: Web, path: str, declared: int, headers: str = "") -> tuple[str, 
     return status_line, at_answer
 
 
+def post_chunked(web: Web, key: str, body: Iterator[bytes]) -> requests.Response:
+    """Submit ``body`` as a job file, chunked (``requests`` sends a generator that way)."""
+    return requests.post(
+        f"{web.url}/api/v1/jobs",
+        data=body,
+        headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+        timeout=60,
+    )
+
+
 def spooled(web: Web) -> list[str]:
     return [p.name for p in web.spool.iterdir()]
 
@@ -151,16 +135,11 @@ def test_a_chunked_job_file_is_submitted_with_a_token(web, key, queue):
 
     body = json.dumps(job_file(jobs=[{**job_file()["jobs"][0]} for _ in range(3)])).encode()
 
-    def pieces() -> Iterator[bytes]:  # a generator body is sent chunked
+    def pieces() -> Iterator[bytes]:
         for i in range(0, len(body), 256):
             yield body[i : i + 256]
 
-    response = requests.post(
-        f"{web.url}/api/v1/jobs",
-        data=pieces(),
-        headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
-        timeout=60,
-    )
+    response = post_chunked(web, key, pieces())
     assert response.status_code == 201, response.text
     assert len(response.json()["jobIds"]) == 3
 
@@ -175,12 +154,7 @@ def test_a_chunked_upload_past_the_limit_with_a_token_is_413(web, key, queue):
             yield piece
 
     try:
-        response = requests.post(
-            f"{web.url}/api/v1/jobs",
-            data=endless(),
-            headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
-            timeout=60,
-        )
+        response = post_chunked(web, key, endless())
         assert response.status_code == 413, response.text
     except requests.ConnectionError:
         pass  # the server answered and closed while the client was still sending
