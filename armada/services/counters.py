@@ -1,7 +1,9 @@
 """Counters kept in the database (see ``models.MetricCounter``).
 
 ``counters_add`` runs in the caller's transaction, so a counted change and its count commit
-together: a crash loses neither alone.
+together: a crash loses neither alone. Counters are written after the transaction's events,
+under the event-log lock, which keeps their row locks out of the way of every other lock
+(``services.locking``).
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ def counters_reset_if_due(*, names: list[str], now, interval_seconds: float) -> 
     from datetime import timedelta
 
     from armada.models import LeaderLease
+    from armada.services.events import lock_event_log
 
     if interval_seconds <= 0:
         return False
@@ -70,6 +73,9 @@ def counters_reset_if_due(*, names: list[str], now, interval_seconds: float) -> 
             return False
         if now < mark.expires_at:
             return False
+        # Counters are written only under the event-log lock (``services.locking``), so
+        # the reset takes it too rather than racing the writers for the counter rows.
+        lock_event_log()
         MetricCounter.objects.filter(name__in=names).delete()
         mark.expires_at = now + timedelta(seconds=interval_seconds)
         mark.save(update_fields=["expires_at"])

@@ -29,6 +29,7 @@ from armada.core.retry import Decision, Failure, RetrySettings, decide
 from armada.core.states import JobState, RunState
 from armada.models import Run
 from armada.services.failures import NEVER_RETRIED
+from armada.services.locking import lock_runs_with_jobs
 from armada.services.mutations import MutationContext, apply_mutation
 from armada.services.policy_cache import policy_cache
 from armada.services.runs import Changes
@@ -79,12 +80,14 @@ def failures_decide(*, now: datetime) -> int:
     policies = policy_cache.policies(now=now)
     config = retry_settings()
     context = MutationContext()
+    batch = list(undecided.order_by("finished_at", "id").values_list("id", flat=True)[:BATCH])
     with transaction.atomic():
-        runs = list(
-            undecided.select_for_update()
-            .select_related("job", "job__queue")
-            .order_by("finished_at", "id")[:BATCH]
+        # Jobs, then runs, and not their queues (see ``services.locking``); a run decided
+        # meanwhile by another scheduler drops out of the filter once its lock is had.
+        runs = lock_runs_with_jobs(
+            Run.objects.filter(id__any=batch, decided_at__isnull=True), with_queue=True
         )
+        runs.sort(key=lambda r: (r.finished_at is None, r.finished_at or now, r.id))
         changes = Changes()
         decisions: list[dict[str, str]] = []
         gang_skips: list[dict[str, str]] = []

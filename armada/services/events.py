@@ -36,15 +36,22 @@ class NewEvent:
     payload: dict[str, Any] = field(default_factory=dict)
 
 
+def lock_event_log() -> None:
+    """Take the event-log lock (held until the transaction ends; taking it twice is free).
+    It is the last lock a transaction takes (``services.locking``); the database counters
+    are written only under it."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_EVENT_LOCK_KEY])
+
+
 def events_append(*, events: Sequence[NewEvent]) -> int:
     """Insert ``events`` in order, in the caller's transaction; returns how many."""
     if not events:
         return 0
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("events_append must run inside transaction.atomic")
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_EVENT_LOCK_KEY])
+    lock_event_log()
     rows = [
         {
             "created": e.created,

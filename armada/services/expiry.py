@@ -17,6 +17,7 @@ from django.db.models import Q
 from armada.core.categorizer import INTERNAL, LEASE_EXPIRED
 from armada.core.states import EventType, RunState
 from armada.models import Executor, Run
+from armada.services.locking import lock_runs_with_jobs
 from armada.services.runs import Changes
 
 ACTIVE = [RunState.LEASED, RunState.PENDING, RunState.RUNNING]
@@ -33,13 +34,12 @@ def runs_expire(*, now: datetime) -> int:
         return 0
     lost_ids = [executor_id for executor_id, _ in lost]
     with transaction.atomic():
-        runs = list(
-            Run.objects.select_for_update()
-            .select_related("job")
-            .filter(state__in=ACTIVE)
-            .filter(Q(executor__in=lost_ids) | ~Q(executor__in=known))
-            .order_by("leased_at", "id")
+        runs = lock_runs_with_jobs(
+            Run.objects.filter(state__in=ACTIVE).filter(
+                Q(executor__in=lost_ids) | ~Q(executor__in=known)
+            )
         )
+        runs.sort(key=lambda r: (r.leased_at, r.id))
         changes = Changes()
         for run in runs:
             job = run.job

@@ -7,6 +7,7 @@ from typing import Any
 from armada.models import Job, Run, RunLog
 from armada.services.authz import require_queue_verb
 from armada.services.errors import NotFound
+from armada.services.locking import lock
 
 
 def job_get(*, actor: Any, job_id: str) -> Job:
@@ -37,10 +38,10 @@ def live_jobs_for_update(*, queue: Any, job_set: str, job_ids: list[str] | None)
     from armada.core.states import JobState
 
     live = [s.value for s in JobState if not s.terminal]
-    qs = Job.objects.select_for_update().filter(queue=queue, job_set=job_set, state__in=live)
+    qs = Job.objects.filter(queue=queue, job_set=job_set, state__in=live)
     if job_ids is not None:
         qs = qs.filter(id__in=job_ids)
-    jobs = list(qs.order_by("id"))
+    jobs = list(lock(qs))
     if job_ids is not None and len(jobs) != len(set(job_ids)):
         found = {j.id for j in jobs}
         missing = [j for j in job_ids if j not in found]

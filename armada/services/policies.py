@@ -26,6 +26,7 @@ from armada.core.policy import RetryPolicy as PolicySpec
 from armada.models import Queue, RetryPolicy, RetryPolicyVersion
 from armada.services.authz import has_global, require_global
 from armada.services.errors import Conflict, NotFound, PermissionDenied
+from armada.services.locking import lock
 from armada.services.queues import queue_update
 
 READ_PERMISSIONS = (
@@ -182,7 +183,7 @@ def policy_update(
     require_global(actor, "update_retry_policy", "update retry policies")
     spec = policy_validate(data=data, name=name)
     with transaction.atomic():
-        row = RetryPolicy.objects.select_for_update().filter(name=name).first()
+        row = lock(RetryPolicy.objects.filter(name=name)).first()
         if row is None:
             raise NotFound(f"retry policy {name!r} does not exist")
         if expected_version is not None and row.version != expected_version:
@@ -230,7 +231,7 @@ def policy_attach(*, actor: Any, name: str, queue: str, first: bool, now: dateti
     ``first`` asks for it. Goes through ``queue_update``, with its permission and checks."""
     require_global(actor, "create_queue", "update queues")
     with transaction.atomic():
-        row = Queue.objects.select_for_update().filter(name=queue).first()
+        row = lock(Queue.objects.filter(name=queue)).first()
         if row is None:
             raise NotFound(f"queue {queue!r} does not exist")
         names = list(row.retry_policies or [])
@@ -245,7 +246,7 @@ def policy_detach(*, actor: Any, name: str, queue: str, now: datetime) -> Queue:
     """Remove policy ``name`` from ``queue``'s list (through ``queue_update``)."""
     require_global(actor, "create_queue", "update queues")
     with transaction.atomic():
-        row = Queue.objects.select_for_update().filter(name=queue).first()
+        row = lock(Queue.objects.filter(name=queue)).first()
         if row is None:
             raise NotFound(f"queue {queue!r} does not exist")
         names = [n for n in row.retry_policies or [] if n != name]
@@ -256,7 +257,7 @@ def policy_delete(*, actor: Any, name: str) -> None:
     """Delete a policy; refused (409) while any queue names it. Its history is kept."""
     require_global(actor, "delete_retry_policy", "delete retry policies")
     with transaction.atomic():
-        row = RetryPolicy.objects.select_for_update().filter(name=name).first()
+        row = lock(RetryPolicy.objects.filter(name=name)).first()
         if row is None:
             raise NotFound(f"retry policy {name!r} does not exist")
         users = queues_using(name)

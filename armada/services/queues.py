@@ -13,6 +13,7 @@ from armada.core.states import JobState
 from armada.models import Job, Queue, RetryPolicy
 from armada.services.authz import require_global
 from armada.services.errors import Conflict, NotFound
+from armada.services.locking import lock
 
 
 def queue_get(*, name: str) -> Queue:
@@ -31,11 +32,7 @@ def _check_policies(names: list[str]) -> None:
     so a concurrent delete of a policy waits, then sees the new reference and refuses."""
     if not names:
         return
-    known = set(
-        RetryPolicy.objects.select_for_update()
-        .filter(name__in=names)
-        .values_list("name", flat=True)
-    )
+    known = set(lock(RetryPolicy.objects.filter(name__in=names)).values_list("name", flat=True))
     missing = [n for n in names if n not in known]
     if missing:
         raise ValidationFailed.one(
@@ -66,10 +63,11 @@ def queue_update(*, actor: Any, name: str, data: Any, now: datetime) -> Queue:
         raise ValidationFailed([FieldError("name", "a queue cannot be renamed")])
     fields.pop("name", None)
     with transaction.atomic():
-        _check_policies(fields.get("retry_policies", []))
-        queue = Queue.objects.select_for_update().filter(name=name).first()
+        # The queue row, then its policies' rows (the lock order of ``services.locking``).
+        queue = lock(Queue.objects.filter(name=name)).first()
         if queue is None:
             raise NotFound(f"queue {name!r} does not exist")
+        _check_policies(fields.get("retry_policies", []))
         for key, value in fields.items():
             setattr(queue, key, value)
         queue.updated_at = now

@@ -22,6 +22,7 @@ from armada.services.bulk import bulk_update_fields
 from armada.services.counters import counters_add, tally
 from armada.services.events import NewEvent, events_append
 from armada.services.failures import lease_return_verdict
+from armada.services.locking import lock_runs_with_jobs
 
 FAILURE_CATEGORY_COUNTER = "armada_executor_job_failure_category_total"
 LOG_LIMIT = 64 * 1024
@@ -122,10 +123,13 @@ class Changes:
         events_append(events=self.events)
 
     def write(self) -> None:
+        """Rows first (already locked, jobs before runs), then the events, which take the
+        event-log lock, then the counters, which are written only under that lock (see
+        ``services.locking``)."""
         bulk_update_fields(list(self.runs.values()), RUN_FIELDS)
         bulk_update_fields(list(self.jobs.values()), JOB_FIELDS)
         events_append(events=self.events)
-        for name, labels in self.counters.items():
+        for name, labels in sorted(self.counters.items()):
             if labels:
                 counters_add(name=name, increments=tally(*labels))
 
@@ -140,9 +144,7 @@ def runs_apply_reports(*, executor_id: str, reports: Sequence[RunReport], now: d
     with transaction.atomic():
         runs = {
             r.id: r
-            for r in Run.objects.select_for_update()
-            .select_related("job")
-            .filter(id__in=run_ids, executor=executor_id)
+            for r in lock_runs_with_jobs(Run.objects.filter(id__any=run_ids, executor=executor_id))
         }
         changes = Changes()
         logs: dict[str, RunReport] = {}
@@ -166,8 +168,8 @@ def runs_apply_reports(*, executor_id: str, reports: Sequence[RunReport], now: d
                 record_failure(run=run, changes=changes)
             else:
                 _advance(run, job, report, changes)
-        changes.write()
         _save_logs(logs, now)
+        changes.write()
     return applied
 
 

@@ -317,9 +317,18 @@ def _claim_queued(ids: list[str], now: datetime) -> dict[str, tuple]:
     table = connection.ops.quote_name(Job._meta.db_table)
     at = connection.ops.adapt_datetimefield_value(now)
     claimed: dict[str, tuple] = {}
+    ordered = sorted(set(ids))
     with connection.cursor() as cursor:
-        for start in range(0, len(ids), 5000):
-            where, params = sql_in("id", ids[start : start + 5000])
+        for start in range(0, len(ordered), 5000):
+            where, params = sql_in("id", ordered[start : start + 5000])
+            if connection.vendor == "postgresql":
+                # Rows are locked in id order, like every other job lock
+                # (``services.locking``), not in whatever order the plan visits them.
+                where = (
+                    f"id IN (SELECT id FROM {table} WHERE {where} AND state = %s"
+                    " ORDER BY id FOR NO KEY UPDATE)"
+                )
+                params = [*params, JobState.QUEUED.value]
             cursor.execute(
                 f"UPDATE {table} SET state = %s, last_transition_at = %s,"
                 f" run_count = run_count + 1 WHERE {where} AND state = %s"

@@ -25,8 +25,9 @@ from armada.models import Job, Queue, Run
 from armada.services.authz import require_queue_verb
 from armada.services.bulk import bulk_update_fields
 from armada.services.errors import Conflict, NotFound, ValidationFailed
-from armada.services.events import NewEvent, events_append
+from armada.services.events import NewEvent
 from armada.services.jobs import live_jobs_for_update
+from armada.services.locking import CHUNK, lock, lock_runs_with_jobs
 from armada.services.runs import Changes
 
 ACTIVE = [RunState.LEASED, RunState.PENDING, RunState.RUNNING]
@@ -46,28 +47,38 @@ def runs_request_stops(*, reasons: Mapping[str, str], kind: str, now: datetime) 
     """Ask the executors to stop the active runs of the jobs in ``reasons``, each with its
     own reason, in one transaction (a scheduling round may preempt thousands of jobs, each
     for a different waiting job); returns the runs marked."""
-    job_ids = list(reasons)
     with transaction.atomic():
-        runs: list[Run] = []
-        for start in range(0, len(job_ids), 5000):
-            runs.extend(
-                Run.objects.select_for_update()
-                .select_related("job")
-                .filter(
-                    job_id__any=job_ids[start : start + 5000],
+        changes = Changes()
+        marked = _mark_stops(reasons=reasons, kind=kind, now=now, changes=changes)
+        changes.write_events()
+    return marked
+
+
+def _mark_stops(
+    *, reasons: Mapping[str, str], kind: str, now: datetime, changes: Changes
+) -> list[str]:
+    """Mark the active runs of the jobs in ``reasons`` to be stopped, inside the caller's
+    transaction, and add their events to ``changes`` (the caller appends them last, as the
+    lock order asks); returns the runs marked."""
+    job_ids = list(reasons)
+    runs: list[Run] = []
+    for start in range(0, len(job_ids), CHUNK):
+        runs.extend(
+            lock_runs_with_jobs(
+                Run.objects.filter(
+                    job_id__any=job_ids[start : start + CHUNK],
                     state__in=ACTIVE,
                     stop_requested_at__isnull=True,
                 )
             )
-        runs.sort(key=lambda r: r.id)
-        changes = Changes()
-        for run in runs:
-            run.stop_requested_at = now
-            run.stop_kind = kind
-            run.stop_reason = reasons[run.job_id]
-            changes.event(_STOPPING_EVENT[kind], run, run.job, now, reason=run.stop_reason)
-        bulk_update_fields(runs, ["stop_requested_at", "stop_kind", "stop_reason"])
-        changes.write_events()
+        )
+    runs.sort(key=lambda r: r.id)
+    for run in runs:
+        run.stop_requested_at = now
+        run.stop_kind = kind
+        run.stop_reason = reasons[run.job_id]
+        changes.event(_STOPPING_EVENT[kind], run, run.job, now, reason=run.stop_reason)
+    bulk_update_fields(runs, ["stop_requested_at", "stop_kind", "stop_reason"])
     return [r.id for r in runs]
 
 
@@ -137,12 +148,7 @@ def jobs_cancel_by_state(
     require_queue_verb(actor, queue_row, "cancel")
     reason = reason or f"cancelled by {actor.get_username()}"
     with transaction.atomic():
-        jobs = list(
-            Job.objects.select_for_update()
-            .filter(queue=queue_row, state__in=wanted)
-            .only("id", "job_set", "state")
-            .order_by("id")
-        )
+        jobs = list(lock(Job.objects.filter(queue=queue_row, state__in=wanted)))
         _cancel_locked(jobs, queue=queue, reason=reason, now=now)
     return [j.id for j in jobs]
 
@@ -151,22 +157,18 @@ def _cancel_locked(jobs: list[Job], *, queue: str, reason: str, now: datetime) -
     """Cancel ``jobs`` (locked by the caller's transaction): queued ones at once, the others
     by asking their executors to stop the active run."""
     queued = [j for j in jobs if j.state == JobState.QUEUED]
-    events = []
+    changes = Changes()
     for job in queued:
         common = {"queue": queue, "job_set": job.job_set, "job_id": job.id, "created": now}
-        events.append(NewEvent(EventType.CANCELLING, payload={"reason": reason}, **common))
-        events.append(NewEvent(EventType.CANCELLED, payload={"reason": reason}, **common))
+        changes.events.append(NewEvent(EventType.CANCELLING, payload={"reason": reason}, **common))
+        changes.events.append(NewEvent(EventType.CANCELLED, payload={"reason": reason}, **common))
     if queued:
-        Job.objects.filter(id__in=[j.id for j in queued]).update(
+        Job.objects.filter(id__any=[j.id for j in queued]).update(
             state=JobState.CANCELLED,
             last_transition_at=now,
             terminal_reason="Cancelled",
             terminal_message=reason,
         )
-    events_append(events=events)
-    runs_request_stop(
-        job_ids=[j.id for j in jobs if j.state != JobState.QUEUED],
-        kind=CANCEL,
-        reason=reason,
-        now=now,
-    )
+    others = [j.id for j in jobs if j.state != JobState.QUEUED]
+    _mark_stops(reasons=dict.fromkeys(others, reason), kind=CANCEL, now=now, changes=changes)
+    changes.write_events()  # the event-log lock last

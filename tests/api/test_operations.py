@@ -143,7 +143,7 @@ def test_cancel_by_state_is_all_or_nothing(agent, api, queue, owner, monkeypatch
     def broken(**kwargs):
         raise RuntimeError("the database went away half way")
 
-    monkeypatch.setattr(stopping, "runs_request_stop", broken)
+    monkeypatch.setattr(stopping, "_mark_stops", broken)  # the running half fails
     with pytest.raises(RuntimeError):
         api.post(
             "/api/v1/jobs/cancel", {"queue": "demo", "states": ["queued", "running"]}, format="json"

@@ -1,0 +1,58 @@
+"""Row locks in the one order every transaction of the system takes them.
+
+The order (``docs/concurrency.md`` explains each step):
+
+1. queue rows, then retry-policy rows (configuration);
+2. job rows, in id order;
+3. run rows, in id order;
+4. the event-log lock (``services.events``), once, as the last lock of the transaction; the
+   database counters are written after it and only under it.
+
+Row locks are ``FOR NO KEY UPDATE`` of the named table only (never of the rows a join
+brings along): no transaction changes a key, and the weaker lock does not block the
+``FOR KEY SHARE`` that PostgreSQL's deferred foreign-key checks take at commit (a
+submitted job checks its queue row, a new run its job row) while the committer already
+holds the event-log lock. On SQLite, which has one writer at a time, these are no-ops.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from django.db.models import QuerySet
+
+from armada.models import Job, Run
+
+CHUNK = 5000
+
+
+def lock(queryset: QuerySet) -> QuerySet:
+    """``queryset`` locked ``FOR NO KEY UPDATE`` of its own table only, in primary-key order."""
+    return queryset.select_for_update(no_key=True, of=("self",)).order_by("pk")
+
+
+def lock_jobs(ids: Iterable[str], *, with_queue: bool = False) -> dict[str, Job]:
+    """Lock the jobs ``ids`` in id order; returns those that exist, by id. ``with_queue``
+    reads each job's queue along (unlocked)."""
+    wanted = sorted(set(ids))
+    found: dict[str, Job] = {}
+    for start in range(0, len(wanted), CHUNK):
+        rows = Job.objects.filter(id__any=wanted[start : start + CHUNK])
+        if with_queue:
+            rows = rows.select_related("queue")
+        found.update((job.id, job) for job in lock(rows))
+    return found
+
+
+def lock_runs_with_jobs(runs: QuerySet, *, with_queue: bool = False) -> list[Run]:
+    """Lock the runs of ``runs`` and their jobs, jobs first (see the order above); each run
+    comes back with its locked job attached. A run that stopped matching ``runs`` while we
+    waited for its lock is left out."""
+    job_ids = list(runs.values_list("job_id", flat=True))
+    if not job_ids:
+        return []
+    jobs = lock_jobs(job_ids, with_queue=with_queue)
+    locked = list(lock(runs))
+    for run in locked:
+        run.job = jobs[run.job_id]
+    return locked

@@ -1,0 +1,219 @@
+"""Every writer at once, on PostgreSQL: no deadlock and no failed transaction.
+
+Four submitters post batches of failing and succeeding jobs to one queue while, in other
+threads, the scheduler runs its cycles (leases, lease expiry, retry decisions), an executor
+reports its pods, a user cancels and reprioritizes job sets and preempts running jobs, and
+the decision counters are reset. Each thread uses its own connection, as the web, scheduler
+and executor processes do. The lock order that makes this safe is in docs/concurrency.md.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from armada.core.config import parse_config
+from armada.executor.agent import ExecutorAgent
+from armada.executor.backends.fake import FakeBackend
+from armada.models import Job
+from armada.services.counters import counters_reset_if_due
+from armada.services.decisions import DECISIONS_COUNTER
+from armada.services.errors import Conflict, NotFound
+from armada.services.policies import policy_create
+from armada.services.policy_cache import policy_cache
+from armada.services.queues import queue_update
+from armada.services.reprioritize import jobs_reprioritize
+from armada.services.scheduler import scheduler_cycle, scheduler_state_reset
+from armada.services.stopping import job_preempt, jobs_cancel, jobs_cancel_by_state
+from armada.services.submit import job_submit
+from tests.conftest import container, job_file
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+SECONDS = 20.0
+JOB_SETS = [f"set-{i}" for i in range(4)]
+FAKE = "fake.armadaproject.io/"
+POLICY = {
+    "apiVersion": "armadaproject.io/v1beta1",
+    "kind": "RetryPolicy",
+    "name": "busy",
+    "retryLimit": 2,
+    "defaultAction": "Fail",
+    "rules": [
+        {"action": "Fail", "onCategory": "user-error"},
+        {"action": "Retry", "onCategory": "flaky"},
+    ],
+}
+CATEGORIES = {
+    "enabled": True,
+    "categories": [
+        {
+            "name": "flaky",
+            "action": "Delete",
+            "rules": [{"onExitCodes": {"operator": "In", "values": [3]}}],
+        },
+        {
+            "name": "user-error",
+            "action": "Delete",
+            "rules": [{"onExitCodes": {"operator": "In", "values": [1]}}],
+        },
+    ],
+}
+
+
+def _deadlocks() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()")
+        return cursor.fetchone()[0]
+
+
+def _batch(n: int) -> list[dict]:
+    outcomes = [{"exitCode": "3"}, {"exitCode": "1"}, {}, {"duration": "2s"}]
+    return [
+        {
+            "priority": i % 3,
+            "annotations": {FAKE + k: v for k, v in outcomes[(n + i) % 4].items()}
+            | {FAKE + "duration": outcomes[(n + i) % 4].get("duration", "0s")},
+            "podSpec": {
+                "priorityClassName": "armada-preemptible",
+                "containers": [container("100m", "64Mi")],
+            },
+        }
+        for i in range(20)
+    ]
+
+
+def test_submits_decisions_cancels_and_reprioritizes_at_once_never_deadlock(
+    settings, queue, owner, admin_user
+):
+    if connection.vendor != "postgresql":
+        pytest.skip("row locks and deadlock detection are PostgreSQL's")
+    settings.ARMADA = parse_config(
+        {
+            "scheduling": {
+                "cyclePeriod": "100ms",
+                "retryPolicy": {"enabled": True, "globalMaxRetries": 5},
+            },
+            "executorTimeout": "1h",
+            "metrics": {"jobStateMetricsResetInterval": "1s"},
+            "executors": [
+                {
+                    "id": "busy",
+                    "nodes": [
+                        {"name": "n", "count": 8, "allocatable": {"cpu": "8", "memory": "32Gi"}}
+                    ],
+                    "errorCategories": CATEGORIES,
+                }
+            ],
+        }
+    )
+    policy_cache.__init__()
+    scheduler_state_reset()
+    policy_create(actor=admin_user, data=POLICY, now=timezone.now())
+    queue_update(
+        actor=admin_user, name="demo", data={"retryPolicies": ["busy"]}, now=timezone.now()
+    )
+    agent = ExecutorAgent(settings.ARMADA.executors[0], FakeBackend())
+    before = _deadlocks()
+
+    stop = threading.Event()
+    errors: list[str] = []
+    counts: dict[str, int] = {}
+
+    def loop(name: str, step: Callable[[int], None]) -> Callable[[], None]:
+        def run() -> None:
+            n = 0
+            try:
+                while not stop.is_set():
+                    try:
+                        step(n)
+                    except (NotFound, Conflict):
+                        pass  # nothing left to cancel or preempt in that set: not a lock problem
+                    finally:
+                        connection.close()  # back to the pool, as after each request
+                    n += 1
+            except Exception as exc:  # noqa: BLE001 - reported below, with the thread's name
+                errors.append(f"{name}: {type(exc).__name__}: {exc}")
+                stop.set()
+            finally:
+                counts[name] = n
+
+        return run
+
+    def submitter(k: int) -> Callable[[int], None]:
+        def step(n: int) -> None:
+            data = job_file(job_set=JOB_SETS[(k + n) % len(JOB_SETS)], jobs=_batch(n))
+            job_submit(actor=owner, data=data, now=timezone.now())
+
+        return step
+
+    def cycle(_: int) -> None:
+        scheduler_cycle(now=timezone.now())
+
+    def tick(_: int) -> None:
+        agent.tick(timezone.now())
+
+    def cancel(n: int) -> None:
+        if n % 5 == 4:
+            jobs_cancel_by_state(
+                actor=admin_user, queue="demo", states=["queued"], reason="", now=timezone.now()
+            )
+        else:
+            jobs_cancel(
+                actor=admin_user,
+                queue="demo",
+                job_set=JOB_SETS[n % len(JOB_SETS)],
+                job_ids=None,
+                reason="",
+                now=timezone.now(),
+            )
+        time.sleep(0.3)
+
+    def reprioritize(n: int) -> None:
+        jobs_reprioritize(
+            actor=admin_user,
+            queue="demo",
+            job_set=JOB_SETS[(n + 1) % len(JOB_SETS)],
+            job_ids=None,
+            priority=n % 5,
+            now=timezone.now(),
+        )
+
+    def preempt(_: int) -> None:
+        running = list(Job.objects.filter(state="running").values_list("id", flat=True)[:3])
+        for job_id in running:
+            job_preempt(actor=admin_user, job_id=job_id, reason="", now=timezone.now())
+        time.sleep(0.2)
+
+    def reset(_: int) -> None:
+        counters_reset_if_due(names=[DECISIONS_COUNTER], now=timezone.now(), interval_seconds=1)
+        time.sleep(0.5)
+
+    steps = {f"submit-{k}": submitter(k) for k in range(4)} | {
+        "scheduler": cycle,
+        "executor": tick,
+        "cancel": cancel,
+        "reprioritize": reprioritize,
+        "preempt": preempt,
+        "reset": reset,
+    }
+    threads = [threading.Thread(target=loop(name, step), name=name) for name, step in steps.items()]
+    for thread in threads:
+        thread.start()
+    stop.wait(SECONDS)
+    stop.set()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not any(t.is_alive() for t in threads)
+
+    assert errors == []
+    assert _deadlocks() == before
+    # Every kind of work really ran, and ran often.
+    assert all(counts[name] > 3 for name in steps), sorted(counts.items())
+    assert Job.objects.filter(failure_count__gt=0).exists()  # failures were decided
+    assert Job.objects.filter(state="cancelled").exists()
