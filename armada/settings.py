@@ -96,6 +96,9 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Path, query and form text every view may trust (400/404 with a message otherwise).
     "armada.web.inputs.InputGuardMiddleware",
+    # Last before the view: a read whose database connection broke runs once more; a broken
+    # write answers 503 and says that nothing was written.
+    "armada.web.dbfaults.DatabaseFaultMiddleware",
     "django_prometheus.middleware.PrometheusAfterMiddleware",
 ]
 
@@ -139,6 +142,10 @@ elif _db["ENGINE"] == "django.db.backends.postgresql":
     # so per-thread persistent connections would be opened and closed on every request
     # (about 7 ms of a 17 ms read); the pool keeps them. Pools need CONN_MAX_AGE 0.
     _db["CONN_MAX_AGE"] = 0
+    # Health checks: with a pool, Django has psycopg-pool test each connection as it leaves
+    # the pool (``ConnectionPool.check_connection``) and replace one the server has dropped
+    # (a restart, pg_terminate_backend): one round trip instead of a failed request.
+    _db["CONN_HEALTH_CHECKS"] = True
     _db["OPTIONS"] = {
         "pool": {"min_size": 1, "max_size": env_int("ARMADA_DB_POOL_SIZE", 8), "timeout": 30}
     }

@@ -1,7 +1,8 @@
 """Every API error is JSON ``{"message": ..., "errors": [{"field", "message"}]}``.
 
 Domain errors from the services map to 400 (ValidationFailed), 403 (PermissionDenied),
-404 (NotFound) and 409 (Conflict); DRF's own errors are reshaped the same way.
+404 (NotFound), 409 (Conflict) and 503 (Unavailable: the database could not be used, and the
+message says whether anything was written); DRF's own errors are reshaped the same way.
 """
 
 from __future__ import annotations
@@ -12,7 +13,13 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from armada.services.errors import Conflict, NotFound, PermissionDenied, ValidationFailed
+from armada.services.errors import (
+    Conflict,
+    NotFound,
+    PermissionDenied,
+    Unavailable,
+    ValidationFailed,
+)
 
 
 def _flatten(detail: Any, prefix: str = "") -> list[dict[str, str]]:
@@ -51,6 +58,10 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
         return error_response(status.HTTP_404_NOT_FOUND, str(exc))
     if isinstance(exc, Conflict):
         return error_response(status.HTTP_409_CONFLICT, str(exc))
+    if isinstance(exc, Unavailable):
+        response = error_response(status.HTTP_503_SERVICE_UNAVAILABLE, str(exc))
+        response["Retry-After"] = "1"
+        return response
     response = drf_exception_handler(exc, context)
     if response is None:
         return None

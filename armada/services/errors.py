@@ -1,10 +1,17 @@
-"""Errors the services raise; the API maps each to an HTTP status (400/403/404/409)."""
+"""Errors the services raise; the API maps each to an HTTP status (400/403/404/409/503)."""
 
 from __future__ import annotations
 
 from armada.core.errors import FieldError, ValidationFailed
 
-__all__ = ["Conflict", "FieldError", "NotFound", "PermissionDenied", "ValidationFailed"]
+__all__ = [
+    "Conflict",
+    "FieldError",
+    "NotFound",
+    "PermissionDenied",
+    "Unavailable",
+    "ValidationFailed",
+]
 
 
 class NotFound(Exception):
@@ -17,3 +24,8 @@ class Conflict(Exception):
 
 class PermissionDenied(Exception):
     """The caller lacks a permission; the message names it (403)."""
+
+
+class Unavailable(Exception):
+    """The database could not be reached, or the connection broke, and the request could not
+    be done (503); the message says whether anything was written."""

@@ -14,6 +14,8 @@ from armada.core.submission import parse_job_file
 from armada.models import Job, Queue
 from armada.services.authz import require_queue_verb
 from armada.services.bulk import insert_rows
+from armada.services.dbfaults import DATABASE_ERRORS, connection_lost, connection_reset
+from armada.services.errors import Unavailable
 from armada.services.events import NewEvent, events_append
 from armada.services.ids import new_id
 
@@ -24,7 +26,9 @@ def job_submit(*, actor: Any, data: Any, now: datetime) -> list[str]:
     """Validate and store a job file; returns the new job ids in file order.
 
     Each job gets a ``submitted`` and a ``queued`` event in the same transaction as its row,
-    so a crash leaves either the whole file or nothing.
+    so a crash leaves either the whole file or nothing. When the database connection breaks,
+    the caller learns which: the ids as usual if the transaction was committed after all,
+    else ``Unavailable`` saying that no job was stored.
     """
     config = settings.ARMADA.scheduling
     job_file = parse_job_file(
@@ -84,7 +88,34 @@ def job_submit(*, actor: Any, data: Any, now: datetime) -> list[str]:
             )
         )
         events.append(NewEvent(EventType.QUEUED, **common))
-    with transaction.atomic():
-        insert_rows(Job, rows)
-        events_append(events=events)
-    return [r["id"] for r in rows]
+    ids = [r["id"] for r in rows]
+    try:
+        with transaction.atomic():
+            insert_rows(Job, rows)
+            events_append(events=events)
+    except DATABASE_ERRORS as exc:
+        if not connection_lost(exc):
+            raise
+        if not _stored(ids[0]):
+            raise Unavailable(
+                f"the database connection was lost: none of the {len(ids)} job(s) was stored; "
+                "submit the file again"
+            ) from None
+    return ids
+
+
+def _stored(first_id: str) -> bool:
+    """Whether a submit whose connection broke was committed after all (the connection can
+    break during COMMIT itself). The file is written in one transaction, so its first job
+    stands for all of them. Looked up on a fresh connection; if even that fails, nobody can
+    tell, and the caller is told which job to look for."""
+    connection_reset()
+    try:
+        return Job.objects.filter(id=first_id).exists()
+    except DATABASE_ERRORS:
+        connection_reset()
+        raise Unavailable(
+            "the database connection was lost while the jobs were being stored, and the "
+            f"database cannot be reached to tell whether they were: look up job {first_id} "
+            "before submitting the file again"
+        ) from None

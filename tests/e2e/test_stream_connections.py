@@ -164,3 +164,45 @@ def test_many_watchers_leave_the_pool_to_other_requests(web, owner, queue):
     finally:
         for watcher in watchers:
             watcher.close()
+
+
+def _terminate_web_connections() -> int:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+            " WHERE application_name = %s",
+            [APP_NAME],
+        )
+        return cursor.fetchone()[0]
+
+
+def test_requests_after_the_database_dropped_every_connection_succeed(web, owner, queue):
+    from rest_framework.authtoken.models import Token
+
+    from tests.conftest import job_file
+
+    headers = {"Authorization": f"Token {Token.objects.create(user=owner).key}"}
+
+    def answered() -> bool:
+        try:
+            return requests.get(web.url + "/api/v1/queues", headers=headers, timeout=5).ok
+        except requests.RequestException:
+            return False
+
+    web.wait_for("the web process", answered, timeout=90)
+    for round_ in range(3):
+        # Fill the pool, then have the server drop every connection in it.
+        for _ in range(POOL_SIZE):
+            assert requests.get(web.url + "/api/v1/queues", headers=headers, timeout=20).ok
+        assert _terminate_web_connections() >= 1
+        reply = requests.get(web.url + "/api/v1/queues", headers=headers, timeout=20)
+        assert reply.status_code == 200, reply.text
+        submitted = requests.post(
+            web.url + "/api/v1/jobs",
+            json=job_file(job_set=f"after-blip-{round_}"),
+            headers=headers,
+            timeout=20,
+        )
+        assert submitted.status_code in (200, 201), submitted.text

@@ -1,0 +1,41 @@
+"""Telling a lost database connection from other database errors.
+
+A connection can die under a request: the server restarted, an operator ran
+``pg_terminate_backend``, the network dropped it. The pool checks connections as they are
+handed out (``settings``), so this is rare, but a connection can still break mid-request.
+What the caller may then do depends on what the request was: a read can simply run again
+(``armada.web.dbfaults``), a write must say whether it was stored (``services.submit``).
+"""
+
+from __future__ import annotations
+
+from django.db import connection
+from django.db.utils import InterfaceError, OperationalError
+
+DATABASE_ERRORS = (OperationalError, InterfaceError)
+# The server ended the session: administrator command (pg_terminate_backend), crash, or a
+# server shutting down. Class 08 (connection exceptions) counts too.
+LOST_SQLSTATES = {"57P01", "57P02", "57P03"}
+
+
+def connection_lost(exc: BaseException) -> bool:
+    """True when ``exc`` came from a connection that no longer works (not from a statement
+    the database refused, nor from a pool with no connection to give)."""
+    if isinstance(exc, InterfaceError):
+        return True
+    if not isinstance(exc, OperationalError):
+        return False
+    sqlstate = getattr(exc.__cause__, "sqlstate", None) or ""
+    if sqlstate.startswith("08") or sqlstate in LOST_SQLSTATES:
+        return True
+    raw = connection.connection
+    return raw is None or bool(getattr(raw, "closed", False) or getattr(raw, "broken", False))
+
+
+def connection_reset() -> None:
+    """Drop this thread's connection (a broken one is discarded by the pool), so that the
+    next query starts on a fresh one."""
+    try:
+        connection.close()
+    except DATABASE_ERRORS:
+        connection.connection = None
