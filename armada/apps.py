@@ -11,10 +11,13 @@ class ArmadaConfig(AppConfig):
 
         from django.conf import settings
 
+        import armada.api.schema_auth  # noqa: F401 (describes authentication in the schema)
         import armada.lookups  # noqa: F401 (registers the ``__any`` lookup)
         from armada.metrics import register_collectors
+        from armada.web.metrics_access import serve_metrics_if_configured
 
         register_collectors()
+        serve_metrics_if_configured()  # only with ARMADA_METRICS_ADDR
         retry = settings.ARMADA.scheduling.retry_policy
         if retry.enabled and retry.global_max_retries == 0:
             logging.getLogger("armada").warning(

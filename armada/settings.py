@@ -3,7 +3,8 @@
 - ``DATABASE_URL``: PostgreSQL in production; unset means SQLite (WAL) under ``var/``.
 - ``REDIS_URL``: Celery broker and event fan-out; unset means a file-system broker under ``var/``.
 - ``ARMADA_CONFIG``: the scheduler/executor configuration file (default ``config/armada.yaml``).
-- ``SECRET_KEY``: required unless ``ARMADA_DEV=1`` (development mode).
+- ``SECRET_KEY``: required unless ``ARMADA_DEV=1`` (development mode, which keeps a
+  generated key in ``var/secret-key``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from armada.conf import ConfigError, get_config
+from armada.web.security import content_security_policy, proxy_ssl_header, secret_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -49,13 +51,6 @@ def env_int(name: str, default: int) -> int:
 
 DEV_MODE = env_bool("ARMADA_DEV", False)
 DEBUG = env_bool("DEBUG", False)
-SECRET_KEY = env_str("SECRET_KEY")
-if not SECRET_KEY:
-    if not DEV_MODE:
-        raise ImproperlyConfigured(
-            "SECRET_KEY must be set (or set ARMADA_DEV=1 for a development instance)"
-        )
-    SECRET_KEY = "armada-development-only-secret-key-do-not-use-in-production"
 
 try:
     ARMADA = get_config()
@@ -64,6 +59,25 @@ except ConfigError as exc:
 
 VAR_DIR = Path(env_str("ARMADA_VAR_DIR") or BASE_DIR / "var")
 VAR_DIR.mkdir(parents=True, exist_ok=True)
+
+# --- secret key, HTTPS, the pages' CSP, /metrics (README: "Running in production") ----------
+# From the environment; in development one generated once and kept in var/secret-key.
+SECRET_KEY = secret_key(given=env_str("SECRET_KEY"), dev_mode=DEV_MODE, var_dir=VAR_DIR)
+# ARMADA_SECURE=1 turns the production set on; each variable below overrides its own part.
+SECURE = env_bool("ARMADA_SECURE", False)
+SESSION_COOKIE_SECURE = env_bool("ARMADA_SESSION_COOKIE_SECURE", SECURE)
+CSRF_COOKIE_SECURE = env_bool("ARMADA_CSRF_COOKIE_SECURE", SECURE)
+SECURE_SSL_REDIRECT = env_bool("ARMADA_SSL_REDIRECT", SECURE)
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]  # load balancers probe over plain HTTP
+SECURE_HSTS_SECONDS = env_int("ARMADA_HSTS_SECONDS", 365 * 24 * 3600 if SECURE else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("ARMADA_HSTS_INCLUDE_SUBDOMAINS", SECURE)
+SECURE_HSTS_PRELOAD = env_bool("ARMADA_HSTS_PRELOAD", SECURE)
+SECURE_PROXY_SSL_HEADER = proxy_ssl_header(env_str("ARMADA_PROXY_SSL_HEADER"))
+CONTENT_SECURITY_POLICY, CONTENT_SECURITY_POLICY_REPORT_ONLY = content_security_policy(
+    env_str("ARMADA_CSP", "enforce")
+)
+ARMADA_METRICS_TOKEN = env_str("ARMADA_METRICS_TOKEN")
+ARMADA_METRICS_ADDR = env_str("ARMADA_METRICS_ADDR")
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
@@ -87,6 +101,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django_prometheus.middleware.PrometheusBeforeMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -235,6 +250,12 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # One name per choice set, so that the schema (and `check --deploy`) has no collisions.
+    "ENUM_NAME_OVERRIDES": {
+        "JobStateEnum": "armada.models.job.JOB_STATES",
+        "RunStateEnum": "armada.models.job.RUN_STATES",
+        "RetryActionEnum": ["Retry", "Fail"],
+    },
 }
 
 # --- Celery ---------------------------------------------------------------------------------

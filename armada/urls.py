@@ -1,9 +1,13 @@
 from django.contrib import admin
 from django.urls import include, path
 
+from armada.web import metrics_access
+
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/", include("armada.api.urls")),
-    path("", include("django_prometheus.urls")),
+    # Not public: a bearer token, a separate address, or development (armada.web.metrics_access).
+    path("metrics", metrics_access.metrics, name="prometheus-django-metrics"),
+    path("healthz", metrics_access.healthz, name="healthz"),
     path("", include("lookout.urls")),
 ]

@@ -216,7 +216,7 @@ def launch(transactional_db, tmp_path, django_user_model) -> Iterator:
             )
 
         wait_for_http(
-            system.url + "/metrics",
+            system.url + "/healthz",
             "the web process",
             processes=[proc for proc, _ in system.children.values()],
             details=system.log_tail,

@@ -175,7 +175,7 @@ def test_runall_on_the_embedded_default_runs_a_job_set_and_stops_cleanly(runall)
     assert r.proc.returncode == 0, r.log()[-3000:]
     # Every child is gone with it: nothing listens on the port any more.
     with pytest.raises(requests.ConnectionError):
-        requests.get(f"{r.url}/metrics", timeout=2)
+        requests.get(f"{r.url}/healthz", timeout=2)
     assert [pid for pid in pids if alive(pid)] == []
 
 
@@ -209,7 +209,7 @@ def test_kill_9_of_runall_leaves_no_process_behind(runall):
         timeout=30,
     )
     with pytest.raises(requests.ConnectionError):
-        requests.get(f"{r.url}/metrics", timeout=2)
+        requests.get(f"{r.url}/healthz", timeout=2)
 
 
 def test_runall_gives_up_past_its_restart_limit_and_stops_everything(runall):
