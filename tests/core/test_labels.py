@@ -37,15 +37,6 @@ KEYS = [
 ]
 
 
-@pytest.mark.parametrize(("key", "fragment"), [k[1:] for k in KEYS], ids=[k[0] for k in KEYS])
-def test_keys_are_qualified_names(key, fragment):
-    problem = key_problem(key)
-    if fragment is None:
-        assert problem is None
-    else:
-        assert problem is not None and fragment in problem
-
-
 LABEL_VALUES = [
     ("empty", "", None),
     ("plain", "team-a", None),
@@ -56,13 +47,16 @@ LABEL_VALUES = [
     ("space", "a b", "must be empty or"),
     ("ends-with-dash", "a-", "must be empty or"),
 ]
+CASES = [("key-" + c[0], key_problem, *c[1:]) for c in KEYS] + [
+    ("value-" + c[0], label_value_problem, *c[1:]) for c in LABEL_VALUES
+]
 
 
 @pytest.mark.parametrize(
-    ("value", "fragment"), [v[1:] for v in LABEL_VALUES], ids=[v[0] for v in LABEL_VALUES]
+    ("rule", "text", "fragment"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
 )
-def test_label_values(value, fragment):
-    problem = label_value_problem(value)
+def test_keys_are_qualified_names_and_values_names_or_empty(rule, text, fragment):
+    problem = rule(text)
     if fragment is None:
         assert problem is None
     else:

@@ -4,7 +4,6 @@ key, the HTTPS settings behind ``ARMADA_SECURE``, ``check --deploy``, the pages'
 from __future__ import annotations
 
 import json
-import os
 import stat
 import subprocess
 import sys
@@ -15,6 +14,7 @@ import pytest
 from django.test import Client
 
 from armada.web.security import content_security_policy, kept_secret_key, proxy_ssl_header
+from tests.test_settings import manage as manage_py
 
 ROOT = Path(__file__).resolve().parents[2]
 STRONG_KEY = "k3y-" + "x7Qp9" * 12
@@ -27,23 +27,12 @@ PRODUCTION = {
     "ARMADA_PROXY_SSL_HEADER": "X-Forwarded-Proto",
     "ARMADA_METRICS_TOKEN": "scrape-token",
 }
-# What the tests' own environment may set that a production start would not have.
-_DROPPED = ("ARMADA_DEV", "SECRET_KEY", "ARMADA_SECURE", "ARMADA_CSP", "DEBUG")
 
 
 def manage(*args: str, tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
-    full = {
-        k: v for k, v in os.environ.items() if k not in _DROPPED and not k.startswith("ARMADA_")
-    }
-    full.update({"ARMADA_VAR_DIR": str(tmp_path / "var"), **env})
-    return subprocess.run(
-        [sys.executable, "manage.py", *args],
-        cwd=ROOT,
-        env=full,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    """``manage.py`` in a production environment (no ``ARMADA_DEV``) unless ``env`` says
+    otherwise, with its var directory under ``tmp_path``."""
+    return manage_py(*args, **{"ARMADA_DEV": "0", "ARMADA_VAR_DIR": str(tmp_path / "var"), **env})
 
 
 SHOW_SETTINGS = (
