@@ -77,6 +77,9 @@ def parse_yaml(raw: bytes | str, *, max_bytes: int | None = None) -> Any:
         raise DocumentError(f"is {size} bytes; at most {limit} are accepted")
     try:
         data = yaml.safe_load(text)
+    except yaml.reader.ReaderError as exc:  # a character YAML does not allow (NUL, say)
+        line = text.count("\n", 0, exc.position) + 1
+        raise DocumentError(f"is not valid YAML: {exc.reason} ({exc.character!r})", line) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)

@@ -145,22 +145,33 @@ FORM_VALUES = {
     "superscript-digit": "\u00b2",
     "unknown": "bogus",
 }
-POLICY_DOCUMENTS = {
-    "deep": "a: " + "[" * 5000 + "]" * 5000 + "\n",
-    "deep-mapping": "".join("  " * i + "k:\n" for i in range(200)),
-    "alias-bomb": "\n".join(
-        ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
-        + [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)]
+# label -> (document, the field and line of its first problem, a fragment of the message)
+POLICY_DOCUMENTS: dict[str, tuple[str, str, int | None, str]] = {
+    "deep": ("a: " + "[" * 5000 + "]" * 5000 + "\n", "", None, "nested too deeply"),
+    "deep-mapping": (
+        "".join("  " * i + "k:\n" for i in range(200)),
+        ".".join(["k"] * 64),
+        64,
+        "nested more than 64 levels deep",
     ),
-    "huge-int": "name: ml\nretryLimit: " + "9" * 100_000 + "\n",
-    "nul-escape": 'name: "m\\0l"\nretryLimit: 1\n',
-    "nul-raw": "name: m\x00l\n",
-    "surrogate-escape": 'name: "\\ud800"\n',
-    "nan": "name: ml\nretryLimit: .nan\n",
-    "date": "name: ml\nretryLimit: 2024-01-01\n",
-    "binary": "name: !!binary aGVsbG8=\n",
-    "set": "rules: !!set {a, b}\n",
-    "long": "name: " + "x" * 100_000 + "\n",
+    "alias-bomb": (
+        "\n".join(
+            ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+            + [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)]
+        ),
+        "",
+        None,
+        "anchors and aliases",
+    ),
+    "huge-int": ("name: ml\nretryLimit: " + "9" * 100_000 + "\n", "", None, "4300 digits"),
+    "nul-escape": ('name: "m\\0l"\nretryLimit: 1\n', "name", 1, "NUL"),
+    "nul-raw": ("name: ml\nretryLimit: 1\x00\n", "", 2, "not valid YAML"),
+    "surrogate-escape": ('name: "\\ud800"\n', "name", 1, "lone surrogate"),
+    "nan": ("name: ml\nretryLimit: .nan\n", "retryLimit", 2, "finite number"),
+    "date": ("name: ml\nretryLimit: 2024-01-01\n", "retryLimit", 2, "not date"),
+    "binary": ("name: !!binary aGVsbG8=\n", "name", 1, "not bytes"),
+    "set": ("rules: !!set {a, b}\n", "rules", 1, "not set"),
+    "long": ("name: " + "x" * 100_000 + "\n", "name", 1, "RFC 1123"),
 }
 FORM_FIELDS: dict[str, dict[str, str]] = {
     # field -> a sensible value for the other fields
@@ -393,20 +404,23 @@ def test_hostile_form_fields(world):
 @pytest.mark.parametrize("label", sorted(POLICY_DOCUMENTS))
 @pytest.mark.parametrize("page", ["lookout:policy-new", "lookout:policy-edit"])
 def test_the_policy_editor_refuses_what_the_api_refuses(world, page, label):
-    """The editor runs the API's body checks: each document is refused as a form error
-    (200, the editor shown again with the problem), and nothing is saved."""
+    """The editor runs the API's body checks: each document is refused as a form error by
+    field and line (200, the editor shown again), as its Validate button says too, and
+    nothing is saved."""
     route = next(r for r in ROUTES if r.name == page)
     url = route.url(_valid_values(route, world))
-    document = POLICY_DOCUMENTS[label]
+    document, field, line, fragment = POLICY_DOCUMENTS[label]
     response = world.client.post(url, {"document": document, "base_version": "1"})
     assert response.status_code == 200, (label, response.status_code)
-    assert b'class="editor-errors"' in response.content or b"editor-error" in response.content
+    first = response.context["errors"][0]
+    assert (first.field, first.line) == (field, line), first
+    assert fragment in first.message
     assert RetryPolicy.objects.count() == 1
     assert RetryPolicy.objects.get().version == 1
     validate = world.client.post("/policies/validate", {"document": document})
     assert validate.status_code == 200
     assert validate.json()["valid"] is False
-    assert validate.json()["errors"][0]["message"]
+    assert validate.json()["errors"][0] == first.as_json()
 
 
 def test_api_bodies_with_lone_surrogates_are_refused_naming_the_field(world):
