@@ -19,6 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from armada.core.errors import ValidationFailed
+from armada.core.labels import key_problem, label_value_problem
 from armada.core.quantity import CPU, GPU, MAX_MILLI, MEMORY, Resources
 from armada.core.submission import (
     FAIL_FAST,
@@ -411,6 +412,29 @@ def test_gang_annotations_have_a_bounded_length(doc, key, value):
     else:
         assert len(value) <= 255
         assert value in (spec.gang_id, spec.gang_uniformity_label)
+
+
+@FIELD_SETTINGS
+@given(
+    one_job_files,
+    st.sampled_from(["annotations", "labels"]),
+    st.one_of(qualified_keys, qualified_keys.map(lambda k: k + "\n"), st.text(max_size=70)),
+    st.one_of(label_values, st.text(max_size=70)),
+)
+def test_annotation_and_label_keys_are_taken_only_as_kubernetes_takes_them(doc, where, key, value):
+    """Any key (and, for a label, any value) is kept as written when Kubernetes would take
+    it, and refused naming it otherwise."""
+    doc = copy.deepcopy(doc)
+    doc["jobs"][0][where] = {key: value}
+    fine = key_problem(key) is None and (where == "annotations" or not label_value_problem(value))
+    try:
+        spec = parse(doc).jobs[0]
+    except ValidationFailed as exc:
+        assert not fine
+        assert f"jobs[0].{where}[{key}]" in [e.field for e in exc.errors]
+    else:
+        assert fine
+        assert getattr(spec, where)[key] == value
 
 
 @FIELD_SETTINGS
