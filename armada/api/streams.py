@@ -25,13 +25,14 @@ line, never merely because its read buffer ran dry.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import AsyncIterator
 
 from asgiref.sync import sync_to_async
 from django.db import connection
-from django.db.utils import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from rest_framework import exceptions
 from rest_framework.request import Request
 from rest_framework.settings import api_settings
 
@@ -40,7 +41,10 @@ from armada.api.bodies import check_path_values
 from armada.core.errors import ValidationFailed
 from armada.models import Queue
 from armada.services.authz import can_on_queue
+from armada.services.dbfaults import DATABASE_ERRORS
 from armada.services.events import event_as_dict, events_for_job_set
+
+log = logging.getLogger(__name__)
 
 POLL_SECONDS = 0.25
 # With a live Redis subscription every commit wakes its watchers, so the poll is only a
@@ -61,7 +65,7 @@ def _read(queue: str, job_set: str, after: int) -> list[tuple[int, str, str]]:
             return [
                 (e.id, e.type, json.dumps(event_as_dict(e), separators=(",", ":"))) for e in events
             ]
-        except (OperationalError, InterfaceError):
+        except DATABASE_ERRORS:
             if attempt == 2:
                 raise
         finally:
@@ -87,8 +91,12 @@ def _authorize(request: HttpRequest, queue_name: str) -> JsonResponse | None:
     )
     try:
         user = drf_request.user
-    except Exception as exc:  # DRF raises AuthenticationFailed for bad credentials
-        return _error(401, str(exc))
+    except exceptions.Throttled as exc:  # too many failed logins for this user or address
+        response = _error(429, str(exc.detail))
+        response["Retry-After"] = str(max(1, int(exc.wait or 1)))
+        return response
+    except exceptions.APIException as exc:  # bad credentials
+        return _error(401, str(exc.detail))
     if not user.is_authenticated:
         return _error(401, "authentication credentials were not provided")
     queue = Queue.objects.filter(name=queue_name).first()
@@ -121,7 +129,11 @@ async def job_set_events(request: HttpRequest, queue: str, job_set: str) -> Http
         return JsonResponse({"message": f"invalid request: {exc}", "errors": errors}, status=400)
     # Not thread-sensitive: these reads run on the loop's shared executor instead of a thread
     # kept for each open stream, and each gives its connection back (``_read``).
-    denied = await sync_to_async(_authorize_and_release, thread_sensitive=False)(request, queue)
+    try:
+        denied = await sync_to_async(_authorize_and_release, thread_sensitive=False)(request, queue)
+    except DATABASE_ERRORS:
+        log.warning("event stream refused: the database is unavailable", exc_info=True)
+        return _error(503, "the database is unavailable; try again shortly")
     if denied is not None:
         return denied
     after = _cursor(request)

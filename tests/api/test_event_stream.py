@@ -150,3 +150,12 @@ def test_admin_may_watch_any_queue(queue, admin_user, owner):
     job_submit(actor=owner, data=job_file(), now=T0)
     status, _, body = stream("/api/v1/job-sets/demo/set-1/events", basic("root", "root-password"))
     assert status == 200 and body.count("\n") == 2
+
+
+def test_a_throttled_login_gets_429_on_the_stream_too(queue):
+    path = "/api/v1/job-sets/demo/set-1/events"
+    for _ in range(5):
+        assert stream(path, basic("olive", "wrong"))[0] == 401
+    status, _, body = stream(path, basic("olive", "olive-password"))
+    assert status == 429
+    assert "try again" in json.loads(body)["message"].lower()
