@@ -147,6 +147,7 @@ def test_runall_on_the_embedded_default_runs_a_job_set_and_stops_cleanly(runall)
     output = r.log()
     assert f"{r.url}/" in output
     assert (r.var / "admin-password").read_text().strip() == r.auth[1]
+    assert "armadactl login --username admin" in output  # how to get a token
     assert (r.var / "armada.sqlite3").exists()
     assert set(r.pids()) == set(PROCESSES)
 

@@ -155,3 +155,6 @@ class Command(BaseCommand):
             user.is_staff = user.is_superuser = True
             user.save()
         self.stdout.write(f"admin user: {username} / password: {password} ({origin})")
+        self.stdout.write(
+            f"log in once with: armadactl login --username {username}  (stores an API token)"
+        )
