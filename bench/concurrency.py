@@ -299,7 +299,7 @@ def main() -> None:
     import redis
     import yaml
     from concurrency_clients import run_load, run_watchers  # bench/ is on the path
-    from concurrency_system import System, commands, wait_until_answering
+    from concurrency_system import System, commands, machine_busy, wait_until_answering
     from django.conf import settings
     from django.db import connection
     from django.test.utils import setup_databases, teardown_databases
@@ -375,6 +375,8 @@ def main() -> None:
             ),
         )
         started = time.time()
+        busy_before = machine_busy()
+        cpu_before = {name: system.cpu_seconds(name) for name in services}
         load.start()
         faults: list = []
         fault_stop = threading.Event()
@@ -392,6 +394,10 @@ def main() -> None:
         stop_load.set()
         load.join(timeout=120)
         load_ended = time.time()
+        busy_after = machine_busy()
+        cpu = {name: system.cpu_seconds(name) - cpu_before[name] for name in services}
+        cpu["machine"] = busy_after[0] - busy_before[0]
+        cpu["machine_total"] = busy_after[1] - busy_before[1]
         print(f"load stopped after {load_ended - started:.0f} s; draining")
 
         # Drain: every job ends (or the time is up) and every watcher has caught up.
@@ -423,6 +429,7 @@ def main() -> None:
             deadlocks_before,
             db_name,
             system,
+            cpu,
         )
     finally:
         if system is not None:
@@ -445,6 +452,7 @@ def report(
     deadlocks_before: int,
     db_name: str,
     system,
+    cpu: dict[str, float],
 ) -> None:
     watch = pickle.loads((work / "watchers.pickle").read_bytes())
     load = pickle.loads((work / "load.pickle").read_bytes())
@@ -544,8 +552,11 @@ def report(
         f"missing {missing}, duplicated {duplicates}, unexpected {unexpected}; "
         f"streams broken {drops}, reopened {reconnects}"
     )
+    lags = [lag for per_type in watch.lags.values() for lag in per_type]
     print(
-        f"watcher lag p50/p95/p99: {percentiles(watch.lags)}; max {1000 * max(watch.lags, default=0):.0f} ms"
+        f"watcher lag (event created to received) p50/p95/p99: {percentiles(lags)}; "
+        f"max {1000 * max(lags, default=0):.0f} ms; per event type: "
+        + ", ".join(f"{kind} {percentiles(v)}" for kind, v in sorted(watch.lags.items()))
     )
     print(
         f"database connections: at most {sampler.max_open()} open and {sampler.max_busy()} "
@@ -555,6 +566,18 @@ def report(
     restarts = {
         name: len(s.unexpected_exits) for name, s in system.services.items() if s.unexpected_exits
     }
+    print(
+        "CPU during the load, share of the machine's "
+        f"{cpu['machine_total']:.0f} cpu-seconds: busy {100 * cpu['machine'] / cpu['machine_total']:.0f}%; "
+        + ", ".join(
+            f"{name} {100 * cpu[name] / cpu['machine_total']:.0f}%"
+            for name in system.services
+            if not args.faults  # a restarted process starts counting again
+        )
+        + f"; benchmark clients: watchers {100 * watch.cpu_seconds / cpu['machine_total']:.0f}%, "
+        f"submitters and Lookout users {100 * load.cpu_seconds / cpu['machine_total']:.0f}% "
+        "(the rest: PostgreSQL, Redis and whatever else runs on the machine)"
+    )
     print(f"processes that died unasked and were restarted: {restarts or 'none'}")
     for kind, at, detail, parts in recoveries:
         print(f"  fault {kind:9} at {at:5.1f} s ({detail}): recovered in {parts}")
@@ -573,12 +596,13 @@ def report(
                     "events_delivered": delivered,
                     "events_missing": missing,
                     "events_duplicated": duplicates,
-                    "lag_p50_ms": 1000 * statistics.median(watch.lags) if watch.lags else None,
+                    "lag_p50_ms": 1000 * statistics.median(lags) if lags else None,
                     "db_max_open": sampler.max_open(),
                     "db_max_busy": sampler.max_busy(),
                     "pool_bound": pool_bound,
                     "deadlocks": deadlocks,
                     "recoveries": recoveries,
+                    "cpu_seconds": cpu,
                 },
                 indent=2,
             )

@@ -41,9 +41,10 @@ class WatcherResult:
 @dataclass
 class WatchersReport:
     watchers: list[WatcherResult]
-    lags: list[float]  # seconds from an event's ``created`` to its arrival
+    lags: dict[str, list[float]]  # per event type: seconds from ``created`` to arrival
     arrivals: list[float]  # wall-clock arrival of every event
     requests: list[Record]
+    cpu_seconds: float = 0.0
 
 
 async def _watch(
@@ -93,7 +94,7 @@ async def _watch(
                     result.ids.append(event_id)
                     last = max(last, event_id)
                     created = datetime.fromisoformat(event["created"]).timestamp()
-                    report.lags.append(arrived - created)
+                    report.lags.setdefault(event["type"], []).append(arrived - created)
                     report.arrivals.append(arrived)
         except (OSError, TimeoutError, asyncio.IncompleteReadError, ValueError):
             if streaming:
@@ -156,7 +157,7 @@ def run_watchers(
     """One watcher per ``(queue, job set)``; ``ready`` is set once every watcher has its
     stream open; runs until ``stop`` is set, then pickles a ``WatchersReport``."""
     report = WatchersReport(
-        watchers=[WatcherResult(q, js) for q, js in job_sets], lags=[], arrivals=[], requests=[]
+        watchers=[WatcherResult(q, js) for q, js in job_sets], lags={}, arrivals=[], requests=[]
     )
 
     async def main() -> None:
@@ -179,6 +180,7 @@ def run_watchers(
         await asyncio.gather(*tasks, return_exceptions=True)
 
     asyncio.run(main())
+    report.cpu_seconds = time.process_time()
     Path(result_path).write_bytes(pickle.dumps(report))
 
 
@@ -190,6 +192,7 @@ class LoadReport:
     requests: list[Record]
     job_ids: list[list[str]]  # per client: every id the API answered with
     behind: list[float]  # per client: seconds behind its schedule at the end
+    cpu_seconds: float = 0.0
 
 
 def job_spec(rnd: random.Random, fail_share: float) -> dict[str, Any]:
@@ -348,5 +351,7 @@ def run_load(
     for thread in threads:
         thread.join()
     Path(result_path).write_bytes(
-        pickle.dumps(LoadReport(requests=out, job_ids=ids, behind=behind))
+        pickle.dumps(
+            LoadReport(requests=out, job_ids=ids, behind=behind, cpu_seconds=time.process_time())
+        )
     )

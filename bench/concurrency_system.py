@@ -110,6 +110,18 @@ class System:
         out = subprocess.run(["pgrep", "-g", str(proc.pid)], capture_output=True, text=True)
         return [int(pid) for pid in out.stdout.split()]
 
+    def cpu_seconds(self, name: str) -> float:
+        """CPU time used so far by the running incarnation of ``name`` (all its processes)."""
+        ticks = os.sysconf("SC_CLK_TCK")
+        total = 0.0
+        for pid in self.pids(name):
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            total += (int(fields[11]) + int(fields[12])) / ticks  # utime + stime
+        return total
+
     def stop_all(self) -> None:
         self.stopping.set()
         if self.watcher.is_alive():
@@ -133,6 +145,14 @@ class System:
 def _signal_group(proc: subprocess.Popen, sig: int) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, sig)
+
+
+def machine_busy() -> tuple[float, float]:
+    """(busy, total) CPU seconds of the whole machine so far, from ``/proc/stat``."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    values = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = values[3] + values[4]  # idle + iowait
+    return (sum(values) - idle) / ticks, sum(values) / ticks
 
 
 def wait_until_answering(url: str, timeout: float = 180.0) -> float:
