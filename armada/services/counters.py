@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter as _Tally
 from collections.abc import Mapping
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F
 
 from armada.models import MetricCounter
@@ -67,9 +67,13 @@ def counters_reset_if_due(*, names: list[str], now, interval_seconds: float) -> 
     with transaction.atomic():
         mark = LeaderLease.objects.select_for_update().filter(name="metrics-reset").first()
         if mark is None:
-            LeaderLease.objects.create(
-                name="metrics-reset", expires_at=now + timedelta(seconds=interval_seconds)
-            )
+            try:
+                with transaction.atomic():  # a savepoint: another process may create it too
+                    LeaderLease.objects.create(
+                        name="metrics-reset", expires_at=now + timedelta(seconds=interval_seconds)
+                    )
+            except IntegrityError:
+                pass  # it did, at the same moment: its clock is as good as ours
             return False
         if now < mark.expires_at:
             return False

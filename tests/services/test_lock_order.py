@@ -217,3 +217,32 @@ def test_submits_decisions_cancels_and_reprioritizes_at_once_never_deadlock(
     assert all(counts[name] > 3 for name in steps), sorted(counts.items())
     assert Job.objects.filter(failure_count__gt=0).exists()  # failures were decided
     assert Job.objects.filter(state="cancelled").exists()
+
+
+def test_the_counter_reset_mark_is_made_once_when_processes_race(settings):
+    from armada.models import LeaderLease
+
+    if connection.vendor != "postgresql":
+        pytest.skip("needs concurrent writers")
+    barrier = threading.Barrier(6)  # the pool holds 8: the test keeps one
+    errors: list[BaseException] = []
+
+    def race() -> None:
+        try:
+            connection.ensure_connection()  # so that all six start their check together
+            barrier.wait(timeout=30)
+            counters_reset_if_due(
+                names=[DECISIONS_COUNTER], now=timezone.now(), interval_seconds=60
+            )
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=race) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert errors == []
+    assert LeaderLease.objects.filter(name="metrics-reset").count() == 1
