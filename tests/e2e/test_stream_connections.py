@@ -17,7 +17,13 @@ import time
 import pytest
 import requests
 
-from tests.e2e.conftest import PY, System, _database_url, _e2e_redis_url, _free_port
+from tests.e2e.conftest import (
+    System,
+    _database_url,
+    _e2e_redis_url,
+    _free_port,
+    web_command,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -47,19 +53,7 @@ def web(transactional_db, tmp_path) -> System:
     if os.environ.get("REDIS_URL"):
         env["REDIS_URL"] = _e2e_redis_url(os.environ["REDIS_URL"])
     system = System(url=f"http://127.0.0.1:{port}", env=env, logs=logs, workdir=tmp_path)
-    system.start(
-        "web",
-        [
-            PY,
-            "-m",
-            "uvicorn",
-            "armada.asgi:application",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-        ],
-    )
+    system.start("web", web_command(port))
     try:
         yield system
     finally:
@@ -75,6 +69,22 @@ def _web_connections() -> int:
             "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s", [APP_NAME]
         )
         return cursor.fetchone()[0]
+
+
+def _ready_with_token(web: System, user) -> dict[str, str]:
+    """Headers with a token of ``user``, once the web process answers an API call."""
+    from rest_framework.authtoken.models import Token
+
+    headers = {"Authorization": f"Token {Token.objects.create(user=user).key}"}
+
+    def answered() -> bool:
+        try:
+            return requests.get(web.url + "/api/v1/queues", headers=headers, timeout=5).ok
+        except requests.RequestException:
+            return False
+
+    web.wait_for("the web process", answered, timeout=90)
+    return headers
 
 
 class Watcher:
@@ -118,20 +128,10 @@ class Watcher:
 
 
 def test_many_watchers_leave_the_pool_to_other_requests(web, owner, queue):
-    from rest_framework.authtoken.models import Token
-
     from armada.services.submit import job_submit
     from tests.conftest import T0, job_file
 
-    headers = {"Authorization": f"Token {Token.objects.create(user=owner).key}"}
-
-    def answered() -> bool:
-        try:
-            return requests.get(web.url + "/api/v1/queues", headers=headers, timeout=5).ok
-        except requests.RequestException:
-            return False
-
-    web.wait_for("the web process", answered, timeout=90)
+    headers = _ready_with_token(web, owner)
     path = "/api/v1/job-sets/demo/set-1/events?watch=true&from=0"
     watchers: list[Watcher] = []
     try:
@@ -179,19 +179,9 @@ def _terminate_web_connections() -> int:
 
 
 def test_requests_after_the_database_dropped_every_connection_succeed(web, owner, queue):
-    from rest_framework.authtoken.models import Token
-
     from tests.conftest import job_file
 
-    headers = {"Authorization": f"Token {Token.objects.create(user=owner).key}"}
-
-    def answered() -> bool:
-        try:
-            return requests.get(web.url + "/api/v1/queues", headers=headers, timeout=5).ok
-        except requests.RequestException:
-            return False
-
-    web.wait_for("the web process", answered, timeout=90)
+    headers = _ready_with_token(web, owner)
     for round_ in range(3):
         # Fill the pool, then have the server drop every connection in it.
         for _ in range(POOL_SIZE):
