@@ -87,3 +87,16 @@ def screenshot():
         page.screenshot(path=str(SCREENSHOTS / f"{name}.png"))
 
     return take
+
+
+def lookout_pages(job_id: str) -> tuple[str, ...]:
+    """The Lookout pages every layout and policy check walks: the jobs table, grouped, a
+    job, the queues, one queue and the decision metrics."""
+    return (
+        "/",
+        "/?group=state",
+        f"/jobs/{job_id}",
+        "/queues/",
+        "/queues/demo/",
+        "/metrics/decisions",
+    )

@@ -9,6 +9,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
+from tests.browser.conftest import lookout_pages
 from tests.browser.test_lookout_browser import demo_data  # noqa: F401
 from tests.browser.test_policies_browser import fast_passwords, log_in, no_problems  # noqa: F401
 
@@ -35,17 +36,7 @@ def test_every_page_keeps_its_policy_and_its_scripts_work(page, demo_data):  # n
     page.add_init_script(RECORD_VIOLATIONS)
     log_in(page, "/")
     job_id = demo_data["failed-oom"]
-    for path in (
-        "/",
-        "/?group=state",
-        f"/jobs/{job_id}",
-        "/queues/",
-        "/queues/demo/",
-        "/metrics/decisions",
-        "/policies/",
-        "/policies/ml/",
-        "/tokens/",
-    ):
+    for path in (*lookout_pages(job_id), "/policies/", "/policies/ml/", "/tokens/"):
         _visit(page, path)
     no_problems(page)
 

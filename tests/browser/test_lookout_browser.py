@@ -17,6 +17,7 @@ from armada.services.counters import counters_add, tally
 from armada.services.ids import new_id
 from armada.services.metric_history import metrics_sample
 from armada.services.queues import queue_create
+from tests.browser.conftest import lookout_pages
 from tests.browser.test_policies_browser import fast_passwords, log_in, no_problems  # noqa: F401
 from tests.conftest import T0
 from tests.lookout.builders import make_job, make_run
@@ -269,14 +270,7 @@ def test_the_pages_fit_a_phone_screen_and_keyboard_reaches_the_filters(page, dem
     expect(page.locator("#auto-refresh")).to_be_focused()
     page.set_viewport_size({"width": 390, "height": 844})
     job_id = demo_data["failed-oom"]
-    for path in (
-        "/",
-        "/?group=state",
-        f"/jobs/{job_id}",
-        "/queues/",
-        "/queues/demo/",
-        "/metrics/decisions",
-    ):
+    for path in lookout_pages(job_id):
         page.goto(path)
         overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
         assert overflow <= 0, f"{path} is {overflow}px wider than the screen"
