@@ -462,14 +462,16 @@ def report(
         - deadlocks_before
     )
 
-    def in_fault_window(at: float) -> bool:
-        return any(0 <= at - f_at <= args.fault_window for _, f_at, _ in faults)
+    def in_fault_window(at: float, seconds: float) -> bool:
+        """Whether a request from ``at`` lasting ``seconds`` overlaps a fault's window (one
+        sent just before a fault can be cut by it)."""
+        return any(at + seconds >= f_at and at <= f_at + args.fault_window for _, f_at, _ in faults)
 
     by_kind: dict[str, list[tuple[float, int, float]]] = defaultdict(list)
     for at, kind, status, seconds in requests_:
         by_kind[kind].append((at, status, seconds))
     fives = [r for r in requests_ if r[2] >= 500]
-    fives_outside = [r for r in fives if not in_fault_window(r[0])]
+    fives_outside = [r for r in fives if not in_fault_window(r[0], r[3])]
 
     # Jobs: every acknowledged id stored once; the states they reached.
     acknowledged = [i for ids in load.job_ids for i in ids]
