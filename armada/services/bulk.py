@@ -125,7 +125,13 @@ def _copy_into(table: str, fields: Sequence[Field], rows: Sequence[Mapping[str, 
         else:
             cells.append(_copy_text(f)(f.get_default()))
     sql = f"COPY {quote(table)} ({columns}) FROM STDIN"
-    with connection.cursor() as cursor, cursor.cursor.copy(sql) as copy:
+    # psycopg's own COPY raises psycopg's errors: wrapped, they are Django's like every other
+    # query's (a lost connection must look the same to ``services.dbfaults`` wherever it broke).
+    with (
+        connection.wrap_database_errors,
+        connection.cursor() as cursor,
+        cursor.cursor.copy(sql) as copy,
+    ):
         lines = []
         for row in rows:
             if len(row) != len(given):

@@ -74,6 +74,22 @@ def test_a_submit_whose_connection_dies_says_nothing_was_stored(api, queue, monk
     assert Event.objects.count() == 0
 
 
+def test_a_submit_whose_connection_dies_in_its_copy_says_nothing_was_stored(
+    api, queue, monkeypatch
+):
+    real = submit_module.insert_rows
+
+    def dies(*args, **kwargs):
+        _terminate_own_connection()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(submit_module, "insert_rows", dies)
+    response = api.post("/api/v1/jobs", job_file(), format="json")
+    assert response.status_code == 503, response.content
+    assert "none of the 1 job(s) was stored" in response.json()["message"]
+    assert Job.objects.count() == 0
+
+
 def test_a_submit_whose_connection_dies_during_commit_reports_the_stored_jobs(
     queue, owner, monkeypatch
 ):
