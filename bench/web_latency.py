@@ -1,7 +1,8 @@
 """Benchmark of one trivial authenticated read through the web server (not a test).
 
 1. Creates a throw-away PostgreSQL database (``test_<name>`` of DATABASE_URL), a superuser
-   with an API token (DRF's ``Token``) and nothing else.
+   with an API token (DRF's ``Token``, or with ``--personal`` a personal API token sent as
+   ``Bearer``) and nothing else.
 2. For each web server set-up (HTTP protocol and event loop) and each number of workers
    (``--workers``, default 1 and 2), starts uvicorn on it and times ``--requests``
    kept-alive ``GET /api/v1/queues`` (``Authorization: Token ...``) from one client
@@ -14,7 +15,7 @@ httptools on uvloop (uvicorn's ``auto`` with ``[standard]``), and ours
 
 Usage:
   ARMADA_DEV=1 DATABASE_URL=postgres://postgres@127.0.0.1:5432/armada_bench \\
-    .venv/bin/python bench/web_latency.py [--requests 200] [--workers 1 2]
+    .venv/bin/python bench/web_latency.py [--requests 200] [--workers 1 2] [--personal]
 """
 
 from __future__ import annotations
@@ -42,12 +43,12 @@ def percentile(sorted_values: list[float], share: float) -> float:
     return sorted_values[int(share * (len(sorted_values) - 1))]
 
 
-def time_reads(url: str, token: str, count: int, warmup: int) -> list[float]:
+def time_reads(url: str, authorization: str, count: int, warmup: int) -> list[float]:
     """Milliseconds of ``count`` kept-alive GETs of ``url`` on one session, sorted."""
     import requests
 
     session = requests.Session()
-    session.headers["Authorization"] = f"Token {token}"
+    session.headers["Authorization"] = authorization
     for _ in range(warmup):
         session.get(url, timeout=30).raise_for_status()
     times = []
@@ -65,6 +66,9 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=40)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--setup", choices=sorted(SETUPS), action="append")
+    parser.add_argument(
+        "--personal", action="store_true", help="a personal API token (Bearer), not DRF's Token"
+    )
     args = parser.parse_args()
 
     import django
@@ -82,7 +86,15 @@ def main() -> None:
     old = setup_databases(verbosity=0, interactive=False, keepdb=False)
     try:
         admin = get_user_model().objects.create_superuser("bench", "bench@example.com", "x")
-        token = Token.objects.create(user=admin).key
+        if args.personal:
+            from django.utils import timezone
+
+            from armada.services.tokens import token_create
+
+            key = token_create(user=admin, name="bench", expires_at=None, now=timezone.now()).key
+            authorization = f"Bearer {key}"
+        else:
+            authorization = f"Token {Token.objects.create(user=admin).key}"
         db_name = settings.DATABASES["default"]["NAME"]
         connection.close()
         for label in args.setup or list(SETUPS):
@@ -91,7 +103,7 @@ def main() -> None:
                 server = start_server(db_name, workers, port, SETUPS[label])
                 try:
                     url = f"http://127.0.0.1:{port}/api/v1/queues"
-                    times = time_reads(url, token, args.requests, args.warmup)
+                    times = time_reads(url, authorization, args.requests, args.warmup)
                 finally:
                     server.terminate()
                     server.wait(timeout=30)
