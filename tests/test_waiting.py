@@ -36,7 +36,9 @@ def test_giving_up_names_what_and_the_last_error():
     def predicate() -> bool:
         raise requests.ReadTimeout("read timed out")
 
-    with pytest.raises(pytest.fail.Exception, match="(?s)waiting for the job.*read timed out.*logs"):
+    with pytest.raises(
+        pytest.fail.Exception, match="(?s)waiting for the job.*read timed out.*logs"
+    ):
         wait_until("the job", predicate, timeout=0, interval=0, details=lambda: "logs")
 
 
