@@ -113,6 +113,43 @@ def test_thousands_of_watchers_share_one_redis_subscription(queue, owner):
     assert woken == 200  # only the watchers of demo/set-3
 
 
+@needs_redis
+def test_a_commit_touching_hundreds_of_job_sets_wakes_only_their_watchers(queue):
+    from django.db import transaction
+
+    from armada.core.states import EventType
+    from armada.services.events import NewEvent, events_append
+
+    def append_to_300_job_sets() -> None:
+        with transaction.atomic():
+            events_append(
+                events=[
+                    NewEvent(
+                        EventType.QUEUED,
+                        queue="demo",
+                        job_set=f"set-{i}",
+                        job_id=f"j{i}",
+                        created=T0,
+                    )
+                    for i in range(300)
+                ]
+            )
+
+    async def scenario() -> int:
+        waiters = [await wakeups.register("demo", f"set-{i}") for i in range(1000)]
+        for w in waiters:  # the first was woken when the subscription started
+            w.clear()
+        await sync_to_async(append_to_300_job_sets)()
+        await asyncio.sleep(0.5)
+        woken = sum(w.flag.is_set() for w in waiters)
+        for w in waiters:
+            w.close()
+        return woken
+
+    # A scheduling cycle or an executor tick is such a commit: the other 700 stay asleep.
+    assert asyncio.run(scenario()) == 300
+
+
 def test_without_redis_the_stream_still_follows_by_polling(queue, owner, settings):
     settings.REDIS_URL = None
 
