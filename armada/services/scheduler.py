@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import socket
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping
@@ -51,7 +49,7 @@ from armada.services.events import NewEvent, events_append
 from armada.services.expiry import runs_expire
 from armada.services.ids import new_id
 from armada.services.jobdb import JobDb
-from armada.services.leader import leader_acquire
+from armada.services.leader import leader_acquire, process_holder
 from armada.services.mutations import avoided_node_names
 from armada.services.records import records_write
 from armada.services.snapshot import node_state
@@ -60,7 +58,7 @@ from armada.services.stopping import PREEMPT, runs_request_stops
 log = logging.getLogger(__name__)
 
 LEADER_NAME = "scheduler"
-HOLDER = f"{socket.gethostname()}:{os.getpid()}"
+HOLDER = process_holder()
 
 
 @dataclass

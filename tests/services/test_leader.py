@@ -39,3 +39,41 @@ def test_a_cycle_does_nothing_while_another_process_holds_the_scheduler_lease(qu
     report = scheduler_cycle(now=at(1))
     assert report.ran is False
     assert Job.objects.get().state == "queued"
+
+
+def _dead_pid() -> int:
+    """The pid of a process of ours that has exited (and been reaped)."""
+    import subprocess
+
+    child = subprocess.Popen(["true"])
+    child.wait()
+    return child.pid
+
+
+def test_a_lease_held_by_a_process_of_this_host_that_died_is_free_at_once():
+    from armada.services.leader import process_holder
+
+    host, namespace, _ = process_holder().split(":")
+    dead = f"{host}:{namespace}:{_dead_pid()}"
+    assert leader_acquire(name="scheduler", holder=dead, now=at(0), ttl=TTL)
+    # Killed, then restarted with another pid: no need to wait for the 30 s to pass.
+    assert leader_acquire(name="scheduler", holder=process_holder(), now=at(1), ttl=TTL)
+
+
+@pytest.mark.parametrize(
+    "make_holder",
+    [
+        lambda host, ns: f"{host}:{ns}:1",  # alive on this host (pid 1)
+        lambda host, ns: f"elsewhere:{ns}:{_dead_pid()}",  # another host: cannot be checked
+        lambda host, ns: f"{host}:other-namespace:{_dead_pid()}",  # another container
+        lambda host, ns: "a",  # a holder of another form
+    ],
+    ids=["alive", "other-host", "other-pid-namespace", "other-form"],
+)
+def test_a_lease_whose_holder_may_be_alive_waits_for_its_expiry(make_holder):
+    from armada.services.leader import process_holder
+
+    host, namespace, _ = process_holder().split(":")
+    assert leader_acquire(name="scheduler", holder=make_holder(host, namespace), now=at(0), ttl=TTL)
+    assert not leader_acquire(name="scheduler", holder=process_holder(), now=at(1), ttl=TTL)
+    assert leader_acquire(name="scheduler", holder=process_holder(), now=at(31), ttl=TTL)
