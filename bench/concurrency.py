@@ -439,6 +439,12 @@ def main() -> None:
             teardown_databases(old, verbosity=0)
 
 
+def _statuses(requests_: list) -> str:
+    """``503 x5, 500 x2``: how many of each status, most first."""
+    counts = Counter(r[2] for r in requests_)
+    return ", ".join(f"{status} x{n}" for status, n in counts.most_common()) or "none"
+
+
 def report(
     args,
     work: Path,
@@ -547,7 +553,8 @@ def report(
         ok_times = [s for _, status, s in rows if 0 < status < 400]
         print(f"  {kind:20} {len(rows):7} {n5:5}  {others or '-'}  {percentiles(ok_times)}")
     print(
-        f"5xx: {len(fives)} in all, {len(fives_outside)} outside {args.fault_window:.0f} s of a fault"
+        f"5xx: {len(fives)} in all ({_statuses(fives)}), {len(fives_outside)} outside"
+        f" {args.fault_window:.0f} s of a fault"
     )
     print(
         f"watchers {len(watch.watchers)}: events expected {expected}, delivered once {delivered}, "
@@ -593,6 +600,7 @@ def report(
                     "jobs_lost": len(lost),
                     "job_states": states,
                     "fives": len(fives),
+                    "fives_by_status": dict(Counter(r[2] for r in fives)),
                     "fives_outside_faults": len(fives_outside),
                     "events_expected": expected,
                     "events_delivered": delivered,

@@ -40,6 +40,7 @@ from django.http.cookie import parse_cookie
 from rest_framework import exceptions
 
 from armada.api.auth import SCOPE_KEY, LoginThrottled, basic_credentials, token_credentials
+from armada.services.dbfaults import DATABASE_ERRORS, read_again_if_lost
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -89,6 +90,16 @@ def _session_user(scope: Scope) -> Any | None:
 
 
 def _identify(scope: Scope, api: bool) -> bool:
+    """``_look_up``, read once more if the database connection broke under it; a database
+    that cannot be used is a 503, nothing read."""
+    try:
+        return read_again_if_lost(lambda: _look_up(scope, api), "a caller's credentials")
+    except DATABASE_ERRORS:
+        close_old_connections()
+        raise Refused(503, "the database is unavailable; try again shortly") from None
+
+
+def _look_up(scope: Scope, api: bool) -> bool:
     """Whether the caller is known. On an API path an unknown caller raises Refused (401 or
     429); a token or Basic caller is recorded in the scope for DRF. Runs in a thread: it
     may query the database and hash a password."""

@@ -41,7 +41,7 @@ from armada.api.bodies import check_path_values
 from armada.core.errors import ValidationFailed
 from armada.models import Queue
 from armada.services.authz import can_on_queue
-from armada.services.dbfaults import DATABASE_ERRORS
+from armada.services.dbfaults import DATABASE_ERRORS, read_again_if_lost
 from armada.services.events import event_as_dict, events_for_job_set
 
 log = logging.getLogger(__name__)
@@ -57,20 +57,17 @@ BATCH = 500
 
 def _read(queue: str, job_set: str, after: int) -> list[tuple[int, str, str]]:
     """The next events after ``after`` as ``(id, type, JSON)``, on a pooled connection that
-    is handed back before returning (see the module docstring); retried once when the
+    is handed back before returning (see the module docstring); read once more when the
     connection turns out to be dead."""
-    for attempt in (1, 2):
-        try:
-            events = events_for_job_set(queue=queue, job_set=job_set, after=after, limit=BATCH)
-            return [
-                (e.id, e.type, json.dumps(event_as_dict(e), separators=(",", ":"))) for e in events
-            ]
-        except DATABASE_ERRORS:
-            if attempt == 2:
-                raise
-        finally:
-            connection.close()
-    raise AssertionError("unreachable")
+
+    def read() -> list[tuple[int, str, str]]:
+        events = events_for_job_set(queue=queue, job_set=job_set, after=after, limit=BATCH)
+        return [(e.id, e.type, json.dumps(event_as_dict(e), separators=(",", ":"))) for e in events]
+
+    try:
+        return read_again_if_lost(read, "an event stream's read")
+    finally:
+        connection.close()
 
 
 def _authorize_and_release(request: HttpRequest, queue_name: str) -> JsonResponse | None:

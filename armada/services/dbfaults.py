@@ -9,8 +9,15 @@ What the caller may then do depends on what the request was: a read can simply r
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
+from typing import TypeVar
+
 from django.db import connection
 from django.db.utils import InterfaceError, OperationalError
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 DATABASE_ERRORS = (OperationalError, InterfaceError)
 # The server ended the session: administrator command (pg_terminate_backend), crash, or a
@@ -39,3 +46,16 @@ def connection_reset() -> None:
         connection.close()
     except DATABASE_ERRORS:
         connection.connection = None
+
+
+def read_again_if_lost(read: Callable[[], T], what: str) -> T:
+    """``read()``, and once more on a fresh connection when the connection broke under it.
+    Only for work that writes nothing: running it twice must be harmless."""
+    try:
+        return read()
+    except DATABASE_ERRORS as exc:
+        if not connection_lost(exc):
+            raise
+        connection_reset()
+        log.warning("database connection lost during %s; reading again", what)
+        return read()

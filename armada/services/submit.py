@@ -14,7 +14,12 @@ from armada.core.submission import parse_job_file
 from armada.models import Job, Queue
 from armada.services.authz import require_queue_verb
 from armada.services.bulk import insert_rows
-from armada.services.dbfaults import DATABASE_ERRORS, connection_lost, connection_reset
+from armada.services.dbfaults import (
+    DATABASE_ERRORS,
+    connection_lost,
+    connection_reset,
+    read_again_if_lost,
+)
 from armada.services.errors import Unavailable
 from armada.services.events import NewEvent, events_append
 from armada.services.ids import new_id
@@ -37,16 +42,9 @@ def job_submit(*, actor: Any, data: Any, now: datetime) -> list[str]:
         default_priority_class=config.default_priority_class_name,
         max_jobs=MAX_JOBS_PER_SUBMIT,
     )
-    queue = Queue.objects.filter(name=job_file.queue).first()
-    if queue is None:
-        raise ValidationFailed.one(
-            "queue", f"queue {job_file.queue!r} does not exist; create it first"
-        )
-    require_queue_verb(actor, queue, "submit")
-    if queue.cordoned:
-        raise ValidationFailed.one(
-            "queue", f"queue {queue.name!r} is cordoned and accepts no new jobs"
-        )
+    queue = read_again_if_lost(
+        lambda: _queue_for_submit(actor, job_file.queue), "a submit's checks"
+    )
 
     owner = actor.get_username()
     rows: list[dict[str, Any]] = []
@@ -102,6 +100,19 @@ def job_submit(*, actor: Any, data: Any, now: datetime) -> list[str]:
                 "submit the file again"
             ) from None
     return ids
+
+
+def _queue_for_submit(actor: Any, name: str) -> Queue:
+    """The queue a file goes to, once the caller may submit to it and it takes jobs."""
+    queue = Queue.objects.filter(name=name).first()
+    if queue is None:
+        raise ValidationFailed.one("queue", f"queue {name!r} does not exist; create it first")
+    require_queue_verb(actor, queue, "submit")
+    if queue.cordoned:
+        raise ValidationFailed.one(
+            "queue", f"queue {queue.name!r} is cordoned and accepts no new jobs"
+        )
+    return queue
 
 
 def _stored(first_id: str) -> bool:

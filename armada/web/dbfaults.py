@@ -22,7 +22,12 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
-from armada.services.dbfaults import DATABASE_ERRORS, connection_lost, connection_reset
+from armada.services.dbfaults import (
+    DATABASE_ERRORS,
+    connection_lost,
+    connection_reset,
+    read_again_if_lost,
+)
 
 log = logging.getLogger(__name__)
 
@@ -50,29 +55,18 @@ class DatabaseFaultMiddleware:
     ) -> HttpResponse | None:
         if asyncio.iscoroutinefunction(view):
             return None
+        what = f"{request.method} {request.path}"
         try:
+            if request.method in SAFE_METHODS:
+                return read_again_if_lost(lambda: view(request, *args, **kwargs), what)
             return view(request, *args, **kwargs)
         except DATABASE_ERRORS as exc:
             lost = connection_lost(exc)
             connection_reset()
-            if lost and request.method in SAFE_METHODS:
-                log.warning(
-                    "database connection lost during %s %s; reading again",
-                    request.method,
-                    request.path,
-                )
-                try:
-                    return view(request, *args, **kwargs)
-                except DATABASE_ERRORS:
-                    connection_reset()
-                    log.warning(
-                        "database still unavailable for %s %s",
-                        request.method,
-                        request.path,
-                        exc_info=True,
-                    )
-                    return unavailable(request, "the database is unavailable; try again shortly")
-            log.warning("database error during %s %s", request.method, request.path, exc_info=True)
+            if request.method in SAFE_METHODS:
+                log.warning("database unavailable for %s", what, exc_info=True)
+                return unavailable(request, "the database is unavailable; try again shortly")
+            log.warning("database error during %s", what, exc_info=True)
             if lost:
                 return unavailable(
                     request,

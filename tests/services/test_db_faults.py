@@ -122,3 +122,32 @@ def test_a_submit_that_cannot_tell_names_the_job_to_look_for(queue, owner, monke
     monkeypatch.setattr(submit_module.Job.objects, "filter", unreachable)
     with pytest.raises(Unavailable, match="look up job "):
         job_submit(actor=owner, data=job_file(), now=T0)
+
+
+def test_a_submit_whose_connection_dies_during_its_checks_reads_them_again(api, queue, monkeypatch):
+    real = submit_module.require_queue_verb
+    calls = []
+
+    def dies_once(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            _terminate_own_connection()
+        real(*args, **kwargs)
+        submit_module.Queue.objects.exists()  # a check's query (an admin's needs none)
+
+    monkeypatch.setattr(submit_module, "require_queue_verb", dies_once)
+    response = api.post("/api/v1/jobs", job_file(), format="json")
+    assert response.status_code == 201, response.content
+    assert len(calls) == 2
+    assert Job.objects.count() == 1
+
+
+def test_the_body_guard_reads_credentials_again_after_a_lost_connection(owner):
+    from armada.api.bodyguard import _identify
+    from armada.services.tokens import token_create
+
+    key = token_create(user=owner, name="blip", expires_at=None, now=T0).key
+    scope = {"headers": [(b"authorization", f"Bearer {key}".encode())], "client": ("1.2.3.4", 1)}
+    connection.ensure_connection()
+    _terminate_own_connection()
+    assert _identify(scope, api=True) is True
