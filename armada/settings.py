@@ -111,10 +111,10 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Path, query and form text every view may trust (400/404 with a message otherwise).
     "armada.web.inputs.InputGuardMiddleware",
-    # Last before the view: a read whose database connection broke runs once more; a broken
-    # write answers 503 and says that nothing was written.
-    "armada.web.dbfaults.DatabaseFaultMiddleware",
     "django_prometheus.middleware.PrometheusAfterMiddleware",
+    # Last, as it calls the view itself (every other middleware's process_view has run): a
+    # read whose database connection broke runs once more; a broken write answers 503.
+    "armada.web.dbfaults.DatabaseFaultMiddleware",
 ]
 
 ROOT_URLCONF = "armada.urls"

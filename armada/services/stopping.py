@@ -27,7 +27,7 @@ from armada.services.bulk import bulk_update_fields
 from armada.services.errors import Conflict, NotFound, ValidationFailed
 from armada.services.events import NewEvent
 from armada.services.jobs import live_jobs_for_update
-from armada.services.locking import CHUNK, lock, lock_runs_with_jobs
+from armada.services.locking import CHUNK, lock, lock_jobs, lock_runs_with_jobs
 from armada.services.runs import Changes
 
 ACTIVE = [RunState.LEASED, RunState.PENDING, RunState.RUNNING]
@@ -60,7 +60,9 @@ def _mark_stops(
     """Mark the active runs of the jobs in ``reasons`` to be stopped, inside the caller's
     transaction, and add their events to ``changes`` (the caller appends them last, as the
     lock order asks); returns the runs marked."""
-    job_ids = list(reasons)
+    job_ids = sorted(reasons)
+    # Every job first, so that the chunks' run locks below all come after their jobs'.
+    lock_jobs(job_ids)
     runs: list[Run] = []
     for start in range(0, len(job_ids), CHUNK):
         runs.extend(
