@@ -12,17 +12,18 @@ neither loses nor repeats an event.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
 import requests
-import urllib3
 
 from armada.cli.config import Settings
+from armada.cli.errors import ApiError, error_from_body
+from armada.cli.stream import CAUGHT_UP, StreamDropped, read_events
+
+__all__ = ["CAUGHT_UP", "ApiError", "ArmadaClient", "StreamDropped", "error_from_body"]
 
 CONNECT_TIMEOUT = 10.0
 READ_TIMEOUT = 60.0
@@ -35,82 +36,6 @@ RECONNECT_BACKOFF_START = 0.5
 RECONNECT_BACKOFF_MAX = 10.0
 TRANSIENT_STATUSES = frozenset({502, 503, 504})
 USER_AGENT = "armadactl/0.1"
-
-
-@dataclass
-class ApiError(Exception):
-    """A request failed. ``errors`` holds ``(field, message)`` pairs from the server."""
-
-    message: str
-    errors: list[tuple[str, str]] = field(default_factory=list)
-    status: int | None = None
-
-    def __post_init__(self) -> None:
-        super().__init__(self.message)
-
-    def __str__(self) -> str:
-        return self.message
-
-
-class StreamDropped(Exception):
-    """The event stream ended or broke before the caller stopped reading.
-
-    ``failure``: the drop counts towards giving up and is followed by a back-off (false
-    for a read timeout: silence is not an outage). ``notify``: worth telling the user (a
-    broken connection; not a clean end of the body at a line boundary, which a server
-    may do on purpose to rotate long-lived streams).
-    """
-
-    def __init__(self, reason: str, *, failure: bool = True, notify: bool = True) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.failure = failure
-        self.notify = notify
-
-
-# An item of ``watch_events``: an event dict, or ``CAUGHT_UP`` when the server has said that
-# every event committed so far has been sent and all of them have been yielded (a good
-# moment to print a summary or to decide that the job set is finished).
-CAUGHT_UP: dict[str, Any] = {"type": "__caught_up__"}
-
-
-def _complete_event(fragment: bytes) -> dict[str, Any] | None:
-    """The event in a final line without its newline, or None when it is cut short."""
-    try:
-        event = json.loads(fragment) if fragment.strip() else None
-    except ValueError:
-        return None
-    return event if isinstance(event, dict) else None
-
-
-def error_from_body(status: int, reason: str, body: bytes | str) -> ApiError:
-    """Build an ``ApiError`` from an error response, following the contract's JSON shape.
-
-    A body that is not the contract's JSON (a proxy's HTML page, say) gives
-    ``HTTP <status> <reason>`` with the first line of the body, if any.
-    """
-    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
-    try:
-        data: Any = json.loads(text)
-    except ValueError:
-        data = None
-    if isinstance(data, Mapping) and (data.get("message") or data.get("errors")):
-        message = str(data.get("message") or f"HTTP {status} {reason}".strip())
-        pairs: list[tuple[str, str]] = []
-        raw_errors = data.get("errors")
-        if isinstance(raw_errors, list):
-            for item in raw_errors:
-                if isinstance(item, Mapping):
-                    pairs.append((str(item.get("field") or ""), str(item.get("message") or "")))
-                else:
-                    pairs.append(("", str(item)))
-        return ApiError(message, pairs, status)
-    if isinstance(data, Mapping) and isinstance(data.get("detail"), str):
-        # Django REST framework's own shape, in case a view bypasses the contract.
-        return ApiError(data["detail"], [], status)
-    first = text.strip().splitlines()[0][:200] if text.strip() else ""
-    message = f"HTTP {status} {reason}".strip()
-    return ApiError(f"{message}: {first}" if first else message, [], status)
 
 
 class ArmadaClient:
@@ -410,62 +335,6 @@ class ArmadaClient:
             timeout=self.stream_read_timeout,
         )
 
-    def _read_stream(self, response: requests.Response) -> Iterator[dict[str, Any] | None]:
-        """Yield each event of one connection, and ``None`` whenever the server has said that
-        the client holds every event so far: a blank line (sent after each read that found no
-        more, and as a keep-alive) with nothing after it yet. A buffer that merely ran dry
-        says nothing: the rest of a burst may be on its way.
-
-        Reads with ``read1`` so that an event is handed over as soon as its line arrives,
-        whether the body is chunked or delimited by the connection closing. Raises
-        ``StreamDropped`` when the connection ends; a trailing partial line is dropped
-        (the cursor has not moved past it, so the next connection sends it again) unless
-        it is a whole event that only lacks its newline.
-        """
-        raw = response.raw
-        buffer = b""
-        while True:
-            try:
-                data = raw.read1(65536, decode_content=True)
-            except urllib3.exceptions.ReadTimeoutError:
-                raise StreamDropped(
-                    "no data from the server for a while", failure=False, notify=False
-                ) from None
-            except (
-                urllib3.exceptions.HTTPError,
-                requests.exceptions.RequestException,
-                OSError,
-            ) as exc:
-                raise StreamDropped(f"connection broke: {type(exc).__name__}") from None
-            if not data:
-                tail = _complete_event(buffer)
-                if tail is not None:  # a last line that only lacks its newline
-                    yield tail
-                    buffer = b""
-                raise StreamDropped("the server closed the stream", notify=bool(buffer.strip()))
-            buffer += data
-            *lines, buffer = buffer.split(b"\n")
-            drained = False
-            for line in lines:
-                line = line.strip()
-                if not line:
-                    drained = True  # the server has sent every event it has (or a keep-alive)
-                    continue
-                drained = False
-                try:
-                    event = json.loads(line)
-                except ValueError:
-                    raise ApiError(
-                        f"the event stream sent a line that is not JSON: {line[:120]!r}"
-                    ) from None
-                if not isinstance(event, dict):
-                    raise ApiError(
-                        f"the event stream sent a line that is not an object: {line[:120]!r}"
-                    )
-                yield event
-            if drained and not buffer:
-                yield None
-
     def watch_events(
         self,
         queue: str,
@@ -491,7 +360,7 @@ class ArmadaClient:
         while True:
             try:
                 try:
-                    for event in self._read_stream(response):
+                    for event in read_events(response):
                         # Data arrived (an event or a keep-alive): the connection works.
                         outage_started, attempt = None, 0
                         if event is None:
