@@ -1,48 +1,65 @@
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from armada.api import streams, token_views, views
+from armada.api import (
+    executor_views,
+    job_views,
+    policy_views,
+    queue_views,
+    streams,
+    token_views,
+)
 
 urlpatterns = [
-    path("queues", views.QueueListView.as_view(), name="queue-list"),
-    path("queues/<str:name>", views.QueueDetailView.as_view(), name="queue-detail"),
+    path("queues", queue_views.QueueListView.as_view(), name="queue-list"),
+    path("queues/<str:name>", queue_views.QueueDetailView.as_view(), name="queue-detail"),
     path(
         "queues/<str:name>/cordon",
-        views.QueueCordonView.as_view(cordoned=True),
+        queue_views.QueueCordonView.as_view(cordoned=True),
         name="queue-cordon",
     ),
     path(
         "queues/<str:name>/uncordon",
-        views.QueueCordonView.as_view(cordoned=False),
+        queue_views.QueueCordonView.as_view(cordoned=False),
         name="queue-uncordon",
     ),
-    path("queues/<str:name>/job-sets", views.QueueJobSetsView.as_view(), name="queue-job-sets"),
-    path("executors", views.ExecutorListView.as_view(), name="executor-list"),
-    path("executors/<str:executor_id>", views.ExecutorDetailView.as_view(), name="executor-detail"),
+    path(
+        "queues/<str:name>/job-sets", queue_views.QueueJobSetsView.as_view(), name="queue-job-sets"
+    ),
+    path("executors", executor_views.ExecutorListView.as_view(), name="executor-list"),
+    path(
+        "executors/<str:executor_id>",
+        executor_views.ExecutorDetailView.as_view(),
+        name="executor-detail",
+    ),
     path(
         "executors/<str:executor_id>/cordon",
-        views.ExecutorCordonView.as_view(cordoned=True),
+        executor_views.ExecutorCordonView.as_view(cordoned=True),
         name="executor-cordon",
     ),
     path(
         "executors/<str:executor_id>/uncordon",
-        views.ExecutorCordonView.as_view(cordoned=False),
+        executor_views.ExecutorCordonView.as_view(cordoned=False),
         name="executor-uncordon",
     ),
-    path("retry-policies", views.RetryPolicyListView.as_view(), name="retry-policy-list"),
+    path("retry-policies", policy_views.RetryPolicyListView.as_view(), name="retry-policy-list"),
     path(
         "retry-policies/<str:name>",
-        views.RetryPolicyDetailView.as_view(),
+        policy_views.RetryPolicyDetailView.as_view(),
         name="retry-policy-detail",
     ),
-    path("jobs", views.JobSubmitView.as_view(), name="job-submit"),
-    path("jobs/reprioritize", views.JobReprioritizeView.as_view(), name="job-reprioritize"),
-    path("jobs/cancel", views.JobCancelView.as_view(), name="job-cancel"),
-    path("jobs/cancel-by-state", views.JobCancelByStateView.as_view(), name="job-cancel-by-state"),
-    path("jobs/<str:job_id>", views.JobDetailView.as_view(), name="job-detail"),
-    path("jobs/<str:job_id>/scheduling", views.JobSchedulingView.as_view(), name="job-scheduling"),
-    path("jobs/<str:job_id>/preempt", views.JobPreemptView.as_view(), name="job-preempt"),
-    path("runs/<str:run_id>/log", views.RunLogView.as_view(), name="run-log"),
+    path("jobs", job_views.JobSubmitView.as_view(), name="job-submit"),
+    path("jobs/reprioritize", job_views.JobReprioritizeView.as_view(), name="job-reprioritize"),
+    path("jobs/cancel", job_views.JobCancelView.as_view(), name="job-cancel"),
+    path(
+        "jobs/cancel-by-state", job_views.JobCancelByStateView.as_view(), name="job-cancel-by-state"
+    ),
+    path("jobs/<str:job_id>", job_views.JobDetailView.as_view(), name="job-detail"),
+    path(
+        "jobs/<str:job_id>/scheduling", job_views.JobSchedulingView.as_view(), name="job-scheduling"
+    ),
+    path("jobs/<str:job_id>/preempt", job_views.JobPreemptView.as_view(), name="job-preempt"),
+    path("runs/<str:run_id>/log", job_views.RunLogView.as_view(), name="run-log"),
     path(
         "job-sets/<str:queue>/<path:job_set>/events", streams.job_set_events, name="job-set-events"
     ),

@@ -9,7 +9,7 @@ import pytest
 from django.db import connection
 from django.db.utils import OperationalError
 
-from armada.api import views
+from armada.api import queue_views
 from armada.models import Event, Job
 from armada.services import submit as submit_module
 from armada.services.errors import Unavailable
@@ -41,7 +41,7 @@ def _terminate_own_connection() -> None:
 
 
 def test_a_read_whose_connection_dies_is_read_again(api, queue, monkeypatch):
-    real = views.queue_services.queue_list
+    real = queue_views.queue_services.queue_list
     calls = []
 
     def dies_once():
@@ -51,7 +51,7 @@ def test_a_read_whose_connection_dies_is_read_again(api, queue, monkeypatch):
             _terminate_own_connection()
         return real()
 
-    monkeypatch.setattr(views.queue_services, "queue_list", dies_once)
+    monkeypatch.setattr(queue_views.queue_services, "queue_list", dies_once)
     response = api.get("/api/v1/queues")
     assert response.status_code == 200, response.content
     assert [q["name"] for q in response.json()] == ["demo"]

@@ -1,0 +1,83 @@
+"""API views for retry policies: list, create (or check), read, replace, delete."""
+
+from __future__ import annotations
+
+from django.utils import timezone
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import status
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from armada.api.serializers import (
+    RetryPolicySerializer,
+)
+from armada.api.views import (
+    CONFLICT,
+    DRY_RUN,
+    ERRORS,
+    EXAMPLES,
+    ApiView,
+    dry_run,
+)
+from armada.services import dryrun
+from armada.services import policies as policy_services
+
+
+class RetryPolicyListView(ApiView):
+    @extend_schema(responses={200: RetryPolicySerializer(many=True)}, summary="List retry policies")
+    def get(self, request: Request) -> Response:
+        return Response(
+            [policy_services.policy_as_document(p) for p in policy_services.policy_list()]
+        )
+
+    @extend_schema(
+        request=RetryPolicySerializer,
+        parameters=[DRY_RUN],
+        responses={
+            201: RetryPolicySerializer,
+            200: RetryPolicySerializer,
+            409: CONFLICT,
+            **ERRORS,
+        },
+        examples=EXAMPLES["policy"],
+        summary="Create a retry policy, YAML or JSON body (or only check it, with dryRun=true)",
+    )
+    def post(self, request: Request) -> Response:
+        if dry_run(request):
+            row = dryrun.policy_create_check(
+                actor=request.user, data=request.data, now=timezone.now()
+            )
+            return Response(policy_services.policy_as_document(row))
+        row = policy_services.policy_create(
+            actor=request.user, data=request.data, now=timezone.now()
+        )
+        return Response(policy_services.policy_as_document(row), status=status.HTTP_201_CREATED)
+
+
+class RetryPolicyDetailView(ApiView):
+    @extend_schema(responses={200: RetryPolicySerializer, **ERRORS}, summary="Get a retry policy")
+    def get(self, request: Request, name: str) -> Response:
+        return Response(policy_services.policy_as_document(policy_services.policy_get(name=name)))
+
+    @extend_schema(
+        request=RetryPolicySerializer,
+        responses={200: RetryPolicySerializer, **ERRORS},
+        summary="Replace a retry policy (its version grows by one)",
+    )
+    def put(self, request: Request, name: str) -> Response:
+        row = policy_services.policy_update(
+            actor=request.user, name=name, data=request.data, now=timezone.now()
+        )
+        return Response(policy_services.policy_as_document(row))
+
+    @extend_schema(
+        responses={
+            204: None,
+            409: OpenApiResponse(description="queues still name the policy"),
+            **ERRORS,
+        },
+        summary="Delete a retry policy",
+    )
+    def delete(self, request: Request, name: str) -> Response:
+        policy_services.policy_delete(actor=request.user, name=name)
+        return Response(status=status.HTTP_204_NO_CONTENT)
