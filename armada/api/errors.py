@@ -46,12 +46,10 @@ def error_response(code: int, message: str, errors: list[dict[str, str]] | None 
 def exception_handler(exc: Exception, context: dict) -> Response | None:
     if isinstance(exc, ValidationFailed):
         errors = [{"field": e.field, "message": e.message} for e in exc.errors]
-        count = len(errors)
         # The message names the first problem; ``errors`` lists them all, each with its field.
-        summary = (
-            str(exc.errors[0]) if count == 1 else f"{exc.errors[0]} (and {count - 1} more problems)"
+        return error_response(
+            status.HTTP_400_BAD_REQUEST, f"invalid request: {exc.summary()}", errors
         )
-        return error_response(status.HTTP_400_BAD_REQUEST, f"invalid request: {summary}", errors)
     if isinstance(exc, PermissionDenied):
         return error_response(status.HTTP_403_FORBIDDEN, str(exc))
     if isinstance(exc, NotFound):

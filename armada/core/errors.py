@@ -32,6 +32,13 @@ class ValidationFailed(Exception):
     def __str__(self) -> str:
         return "; ".join(str(e) for e in self.errors)
 
+    def summary(self) -> str:
+        """The first problem, and how many more: for a one-line message."""
+        count = len(self.errors)
+        if count <= 1:
+            return str(self)
+        return f"{self.errors[0]} (and {count - 1} more problems)"
+
     @classmethod
     def one(cls, field_name: str, message: str) -> ValidationFailed:
         return cls([FieldError(field_name, message)])

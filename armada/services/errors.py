@@ -5,7 +5,9 @@ from __future__ import annotations
 from armada.core.errors import FieldError, ValidationFailed
 
 __all__ = [
+    "AlreadyExists",
     "Conflict",
+    "FailedPrecondition",
     "FieldError",
     "NotFound",
     "PermissionDenied",
@@ -20,6 +22,15 @@ class NotFound(Exception):
 
 class Conflict(Exception):
     """The request clashes with the current state, e.g. the name is taken (409)."""
+
+
+class AlreadyExists(Conflict):
+    """The name is taken (409; gRPC ALREADY_EXISTS)."""
+
+
+class FailedPrecondition(Conflict):
+    """The thing is not in a state that allows the request, e.g. a policy still in use or a
+    job that is not running (409; gRPC FAILED_PRECONDITION)."""
 
 
 class PermissionDenied(Exception):
