@@ -52,19 +52,22 @@ def runs_with_logs(*, job: Job) -> list:
     return runs
 
 
-# Payload keys worth showing in the job page's event timeline, in this order.
+# Payload keys worth showing in the job page's event timeline, in this order (Armada's
+# spelling; events stored with the old keys are read with these, ``services.events``).
 EVENT_HIGHLIGHTS = (
     "reason",
-    "cluster",
-    "node",
+    "clusterId",
+    "nodeName",
     "pool",
     "retryable",
-    "failure_category",
-    "failure_subcategory",
+    "failureCategory",
+    "failureSubcategory",
     "decision",
     "decisionReason",
     "exitCode",
     "priority",
+    "newPriority",
+    "requestor",
     "message",
     "hint",
 )
@@ -79,6 +82,7 @@ def job_events(*, job: Job, last: int | None = None) -> list[dict]:
     """The job's events in order (only its ``last`` ones when given), each as
     ``{"event": Event, "highlights": [(key, value)]}``."""
     from armada.models import Event
+    from armada.services.events import current_payload
 
     events = Event.objects.filter(job_id=job.id)
     if last is None:
@@ -87,7 +91,7 @@ def job_events(*, job: Job, last: int | None = None) -> list[dict]:
         selected = list(events.order_by("-id")[:last])[::-1]
     timeline = []
     for event in selected:
-        payload = event.payload or {}
+        payload = current_payload(event.type, event.payload)
         highlights = [
             (key, payload[key])
             for key in EVENT_HIGHLIGHTS

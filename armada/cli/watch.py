@@ -142,6 +142,14 @@ def _word(value: Any) -> str:
     return text
 
 
+def event_field(event: Mapping[str, Any], name: str, old_name: str) -> Any:
+    """``event[name]``, or ``event[old_name]`` from a server that still spells its event
+    fields the old way (``failure_category`` before ``failureCategory``, ``node`` before
+    ``nodeName``; see docs/armada-api-events.md)."""
+    value = event.get(name)
+    return event.get(old_name) if value is None else value
+
+
 def format_event(event: Mapping[str, Any], tz: tzinfo | None = None) -> str:
     """One line for an event: time, type, job id, and the details that matter for its type.
 
@@ -155,8 +163,8 @@ def format_event(event: Mapping[str, Any], tz: tzinfo | None = None) -> str:
         str(event.get("jobId") or "-"),
     ]
     if kind == "failed":
-        category = event.get("failure_category")
-        sub = event.get("failure_subcategory")
+        category = event_field(event, "failureCategory", "failure_category")
+        sub = event_field(event, "failureSubcategory", "failure_subcategory")
         if category and sub:
             category = f"{category}/{sub}"
         parts += [
@@ -166,7 +174,7 @@ def format_event(event: Mapping[str, Any], tz: tzinfo | None = None) -> str:
             f"retryable={'true' if is_retryable(event) else 'false'}",
         ]
     elif kind == "leased":
-        parts.append(f"node={_word(event.get('node'))}")
+        parts.append(f"node={_word(event_field(event, 'nodeName', 'node'))}")
     return "  ".join(parts).rstrip()
 
 

@@ -70,6 +70,36 @@ def events_append(*, events: Sequence[NewEvent]) -> int:
     return count
 
 
+# Payload keys as they were spelled before they took Armada's spelling (docs/armada-api-events.md).
+# Events stored before the rename keep their old keys in the database; they are read with
+# the new ones, so that every reader sees one spelling.
+RENAMED_KEYS = {
+    "cluster": "clusterId",
+    "node": "nodeName",
+    "failure_category": "failureCategory",
+    "failure_subcategory": "failureSubcategory",
+}
+# ``priority`` was renamed only where it is the new priority; ``submitted`` keeps it.
+RENAMED_KEYS_BY_TYPE = {
+    "reprioritizing": {**RENAMED_KEYS, "priority": "newPriority"},
+    "reprioritized": {**RENAMED_KEYS, "priority": "newPriority"},
+}
+_OLD_KEYS = frozenset(RENAMED_KEYS) | {"priority"}
+
+
+def current_payload(type_: str, payload: dict[str, Any] | None) -> dict[str, Any]:
+    """``payload`` with today's key names. A payload written since the rename is returned as
+    it is (one set intersection); an older one is copied with its keys renamed."""
+    if not payload:
+        return {}
+    if _OLD_KEYS.isdisjoint(payload):
+        return payload
+    renames = RENAMED_KEYS_BY_TYPE.get(type_, RENAMED_KEYS)
+    if renames.keys().isdisjoint(payload):
+        return payload
+    return {renames.get(key, key): value for key, value in payload.items()}
+
+
 def event_as_dict(event: Event) -> dict[str, Any]:
     """The public shape of an event, as streamed and as printed by ``armadactl watch``."""
     return {
@@ -80,7 +110,7 @@ def event_as_dict(event: Event) -> dict[str, Any]:
         "jobSetId": event.job_set,
         "jobId": event.job_id,
         "runId": event.run_id,
-        **event.payload,
+        **current_payload(event.type, event.payload),
     }
 
 

@@ -55,7 +55,7 @@ def runs_expire(*, now: datetime) -> int:
             run.failure_subcategory = LEASE_EXPIRED
             run.decided_at = None  # the decision step of the same cycle takes it up
             changes.event(
-                EventType.LEASE_EXPIRED, run, job, now, cluster=run.executor, node=run.node
+                EventType.LEASE_EXPIRED, run, job, now, clusterId=run.executor, nodeName=run.node
             )
         changes.write()
     return len(runs)

@@ -42,14 +42,11 @@ def jobs_reprioritize(
     with transaction.atomic():
         jobs = live_jobs_for_update(queue=queue_row, job_set=job_set, job_ids=job_ids)
         events = []
+        payload = {"newPriority": priority, "requestor": actor.get_username()}
         for job in jobs:
             common = {"queue": queue, "job_set": job_set, "job_id": job.id, "created": now}
-            events.append(
-                NewEvent(EventType.REPRIORITIZING, payload={"priority": priority}, **common)
-            )
-            events.append(
-                NewEvent(EventType.REPRIORITIZED, payload={"priority": priority}, **common)
-            )
+            events.append(NewEvent(EventType.REPRIORITIZING, payload=payload, **common))
+            events.append(NewEvent(EventType.REPRIORITIZED, payload=payload, **common))
         Job.objects.filter(id__in=[j.id for j in jobs]).update(priority=priority)
         events_append(events=events)
     return [j.id for j in jobs]

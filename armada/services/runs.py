@@ -17,7 +17,7 @@ from django.db import transaction
 
 from armada.core.reports import RunReport
 from armada.core.states import JOB_STATE_FOR_RUN, EventType, JobState, RunState, run_can_move
-from armada.models import Job, Run, RunLog
+from armada.models import Event, Job, Run, RunLog
 from armada.services.bulk import bulk_update_fields
 from armada.services.counters import counters_add, tally
 from armada.services.events import NewEvent, events_append
@@ -106,12 +106,13 @@ class Changes:
             run,
             job,
             at,
-            cluster=run.executor,
-            node=run.node,
+            clusterId=run.executor,
+            nodeName=run.node,
             podName=run.pod_name,
+            podNamespace=job.namespace,
             retryable=retryable,
-            failure_category=category,
-            failure_subcategory=subcategory,
+            failureCategory=category,
+            failureSubcategory=subcategory,
             **extra,
         )
 
@@ -148,6 +149,7 @@ def runs_apply_reports(*, executor_id: str, reports: Sequence[RunReport], now: d
         }
         changes = Changes()
         logs: dict[str, RunReport] = {}
+        requestors = _stop_requestors(runs, reports)
         for report in reports:
             run = runs.get(report.run_id)
             if report.log is not None and run is not None:
@@ -160,9 +162,9 @@ def runs_apply_reports(*, executor_id: str, reports: Sequence[RunReport], now: d
             if report.state == RunState.LEASE_RETURNED:
                 _lease_returned(run, job, report, changes, max_retries)
             elif report.state == RunState.PREEMPTED:
-                _preempted(run, job, report, changes)
+                _preempted(run, job, report, changes, requestors.get(run.id, ""))
             elif report.state == RunState.CANCELLED:
-                _cancelled(run, job, report, changes)
+                _cancelled(run, job, report, changes, requestors.get(run.id, ""))
             elif report.state == RunState.FAILED:
                 _finish(run, report)
                 record_failure(run=run, changes=changes)
@@ -171,6 +173,25 @@ def runs_apply_reports(*, executor_id: str, reports: Sequence[RunReport], now: d
         _save_logs(logs, now)
         changes.write()
     return applied
+
+
+def _stop_requestors(runs: dict[str, Run], reports: Sequence[RunReport]) -> dict[str, str]:
+    """Who asked for each stop that these reports complete: the ``requestor`` of the run's
+    ``cancelling`` or ``preempting`` event (empty when the scheduler asked). One read for the
+    batch, and only when it holds a stop."""
+    stopped = [
+        runs[r.run_id]
+        for r in reports
+        if r.state in (RunState.CANCELLED, RunState.PREEMPTED) and r.run_id in runs
+    ]
+    if not stopped:
+        return {}
+    rows = Event.objects.filter(
+        job_id__in={run.job_id for run in stopped},
+        run_id__in={run.id for run in stopped},
+        type__in=[EventType.CANCELLING, EventType.PREEMPTING],
+    ).values_list("run_id", "payload")
+    return {run_id: (payload or {}).get("requestor", "") for run_id, payload in rows}
 
 
 def _advance(run: Run, job: Job, report: RunReport, changes: Changes) -> None:
@@ -184,7 +205,12 @@ def _advance(run: Run, job: Job, report: RunReport, changes: Changes) -> None:
     if not JobState(job.state).terminal:
         job.state = JOB_STATE_FOR_RUN[report.state]
         job.last_transition_at = report.at
-    payload = {"cluster": run.executor, "node": run.node, "podName": run.pod_name}
+    payload = {
+        "clusterId": run.executor,
+        "nodeName": run.node,
+        "podName": run.pod_name,
+        "podNamespace": job.namespace,
+    }
     if report.state == RunState.SUCCEEDED:
         payload["exitCodes"] = report.exit_codes
     changes.event(_EVENT_FOR_STATE[report.state], run, job, report.at, **payload)
@@ -218,7 +244,7 @@ def record_failure(*, run: Run, changes: Changes) -> None:
     )
 
 
-def _preempted(run: Run, job: Job, report: RunReport, changes: Changes) -> None:
+def _preempted(run: Run, job: Job, report: RunReport, changes: Changes, requestor: str) -> None:
     """The run was stopped for other work: the job ends preempted and is not retried."""
     run.state = RunState.PREEMPTED
     run.finished_at = report.at
@@ -234,9 +260,10 @@ def _preempted(run: Run, job: Job, report: RunReport, changes: Changes) -> None:
         run,
         job,
         report.at,
-        cluster=run.executor,
-        node=run.node,
+        clusterId=run.executor,
+        nodeName=run.node,
         reason=run.message,
+        requestor=requestor,
     )
     changes.failed_event(
         run,
@@ -250,7 +277,7 @@ def _preempted(run: Run, job: Job, report: RunReport, changes: Changes) -> None:
     )
 
 
-def _cancelled(run: Run, job: Job, report: RunReport, changes: Changes) -> None:
+def _cancelled(run: Run, job: Job, report: RunReport, changes: Changes, requestor: str) -> None:
     """The run was stopped because its job was cancelled."""
     run.state = RunState.CANCELLED
     run.finished_at = report.at
@@ -260,7 +287,9 @@ def _cancelled(run: Run, job: Job, report: RunReport, changes: Changes) -> None:
     job.last_transition_at = report.at
     job.terminal_reason = "Cancelled"
     job.terminal_message = run.stop_reason
-    changes.event(EventType.CANCELLED, run, job, report.at, reason=run.stop_reason)
+    changes.event(
+        EventType.CANCELLED, run, job, report.at, reason=run.stop_reason, requestor=requestor
+    )
 
 
 def _lease_returned(
@@ -278,8 +307,8 @@ def _lease_returned(
         run,
         job,
         report.at,
-        cluster=run.executor,
-        node=run.node,
+        clusterId=run.executor,
+        nodeName=run.node,
         reason=report.reason,
         message=report.message,
     )

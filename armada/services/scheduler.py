@@ -297,7 +297,7 @@ def _write_leases(leases: list[tuple[str, Lease]], now: datetime) -> list[str]:
                     job_id=job_id,
                     run_id=run["id"],
                     created=now,
-                    payload={"cluster": lease.executor, "node": lease.node, "pool": pool},
+                    payload={"clusterId": lease.executor, "nodeName": lease.node, "pool": pool},
                 )
             )
         leased = [r["job_id"] for r in runs]

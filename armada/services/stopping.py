@@ -37,25 +37,32 @@ _STOPPING_EVENT = {PREEMPT: EventType.PREEMPTING, CANCEL: EventType.CANCELLING}
 
 
 def runs_request_stop(
-    *, job_ids: Iterable[str], kind: str, reason: str, now: datetime
+    *, job_ids: Iterable[str], kind: str, reason: str, now: datetime, requestor: str = ""
 ) -> list[str]:
-    """Ask the executors to stop the active runs of ``job_ids``; returns the runs marked."""
-    return runs_request_stops(reasons=dict.fromkeys(job_ids, reason), kind=kind, now=now)
+    """Ask the executors to stop the active runs of ``job_ids``; returns the runs marked.
+    ``requestor`` is the user who asked (empty when the scheduler did)."""
+    return runs_request_stops(
+        reasons=dict.fromkeys(job_ids, reason), kind=kind, now=now, requestor=requestor
+    )
 
 
-def runs_request_stops(*, reasons: Mapping[str, str], kind: str, now: datetime) -> list[str]:
+def runs_request_stops(
+    *, reasons: Mapping[str, str], kind: str, now: datetime, requestor: str = ""
+) -> list[str]:
     """Ask the executors to stop the active runs of the jobs in ``reasons``, each with its
     own reason, in one transaction (a scheduling round may preempt thousands of jobs, each
     for a different waiting job); returns the runs marked."""
     with transaction.atomic():
         changes = Changes()
-        marked = _mark_stops(reasons=reasons, kind=kind, now=now, changes=changes)
+        marked = _mark_stops(
+            reasons=reasons, kind=kind, now=now, changes=changes, requestor=requestor
+        )
         changes.write_events()
     return marked
 
 
 def _mark_stops(
-    *, reasons: Mapping[str, str], kind: str, now: datetime, changes: Changes
+    *, reasons: Mapping[str, str], kind: str, now: datetime, changes: Changes, requestor: str = ""
 ) -> list[str]:
     """Mark the active runs of the jobs in ``reasons`` to be stopped, inside the caller's
     transaction, and add their events to ``changes`` (the caller appends them last, as the
@@ -79,13 +86,19 @@ def _mark_stops(
         run.stop_requested_at = now
         run.stop_kind = kind
         run.stop_reason = reasons[run.job_id]
-        changes.event(_STOPPING_EVENT[kind], run, run.job, now, reason=run.stop_reason)
+        changes.event(
+            _STOPPING_EVENT[kind], run, run.job, now, reason=run.stop_reason, requestor=requestor
+        )
     bulk_update_fields(runs, ["stop_requested_at", "stop_kind", "stop_reason"])
     return [r.id for r in runs]
 
 
-def runs_request_preemption(*, job_ids: Iterable[str], reason: str, now: datetime) -> list[str]:
-    return runs_request_stop(job_ids=job_ids, kind=PREEMPT, reason=reason, now=now)
+def runs_request_preemption(
+    *, job_ids: Iterable[str], reason: str, now: datetime, requestor: str = ""
+) -> list[str]:
+    return runs_request_stop(
+        job_ids=job_ids, kind=PREEMPT, reason=reason, now=now, requestor=requestor
+    )
 
 
 def job_preempt(*, actor: Any, job_id: str, reason: str, now: datetime) -> list[str]:
@@ -95,7 +108,10 @@ def job_preempt(*, actor: Any, job_id: str, reason: str, now: datetime) -> list[
         raise NotFound(f"job {job_id!r} does not exist")
     require_queue_verb(actor, job.queue, "preempt")
     marked = runs_request_preemption(
-        job_ids=[job_id], reason=reason or "preempted by an operator", now=now
+        job_ids=[job_id],
+        reason=reason or "preempted by an operator",
+        now=now,
+        requestor=actor.get_username(),
     )
     if not marked and not Run.objects.filter(job_id=job_id, state__in=ACTIVE).exists():
         raise Conflict(f"job {job_id!r} is {job.state}, not running: there is nothing to preempt")
@@ -114,7 +130,7 @@ def jobs_cancel(
     reason = reason or f"cancelled by {actor.get_username()}"
     with transaction.atomic():
         jobs = live_jobs_for_update(queue=queue_row, job_set=job_set, job_ids=job_ids)
-        _cancel_locked(jobs, queue=queue, reason=reason, now=now)
+        _cancel_locked(jobs, queue=queue, reason=reason, now=now, requestor=actor.get_username())
     return [j.id for j in jobs]
 
 
@@ -151,19 +167,22 @@ def jobs_cancel_by_state(
     reason = reason or f"cancelled by {actor.get_username()}"
     with transaction.atomic():
         jobs = list(lock(Job.objects.filter(queue=queue_row, state__in=wanted)))
-        _cancel_locked(jobs, queue=queue, reason=reason, now=now)
+        _cancel_locked(jobs, queue=queue, reason=reason, now=now, requestor=actor.get_username())
     return [j.id for j in jobs]
 
 
-def _cancel_locked(jobs: list[Job], *, queue: str, reason: str, now: datetime) -> None:
+def _cancel_locked(
+    jobs: list[Job], *, queue: str, reason: str, now: datetime, requestor: str = ""
+) -> None:
     """Cancel ``jobs`` (locked by the caller's transaction): queued ones at once, the others
     by asking their executors to stop the active run."""
     queued = [j for j in jobs if j.state == JobState.QUEUED]
     changes = Changes()
+    payload = {"reason": reason, "requestor": requestor}
     for job in queued:
         common = {"queue": queue, "job_set": job.job_set, "job_id": job.id, "created": now}
-        changes.events.append(NewEvent(EventType.CANCELLING, payload={"reason": reason}, **common))
-        changes.events.append(NewEvent(EventType.CANCELLED, payload={"reason": reason}, **common))
+        changes.events.append(NewEvent(EventType.CANCELLING, payload=payload, **common))
+        changes.events.append(NewEvent(EventType.CANCELLED, payload=payload, **common))
     if queued:
         Job.objects.filter(id__any=[j.id for j in queued]).update(
             state=JobState.CANCELLED,
@@ -172,5 +191,11 @@ def _cancel_locked(jobs: list[Job], *, queue: str, reason: str, now: datetime) -
             terminal_message=reason,
         )
     others = [j.id for j in jobs if j.state != JobState.QUEUED]
-    _mark_stops(reasons=dict.fromkeys(others, reason), kind=CANCEL, now=now, changes=changes)
+    _mark_stops(
+        reasons=dict.fromkeys(others, reason),
+        kind=CANCEL,
+        now=now,
+        changes=changes,
+        requestor=requestor,
+    )
     changes.write_events()  # the event-log lock last

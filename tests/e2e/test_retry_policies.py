@@ -238,7 +238,7 @@ def test_the_kill_switch_decides_and_grants_nothing(launch):
     result = system.wait_for("the job to end", lambda: finished(system, oom))
     assert [r["decision"]["decision"] for r in result["runs"]] == ["fail_global_limit"]
     assert result["failureCategory"] == "oom"
-    assert failed_events(system, "kill", oom)[-1]["failure_category"] == "oom"
+    assert failed_events(system, "kill", oom)[-1]["failureCategory"] == "oom"
 
 
 def test_flag_off_is_legacy_and_disabling_it_mid_flight_loses_nothing(launch):

@@ -55,7 +55,7 @@ def test_jobs_travel_from_submit_to_their_end_and_watch_shows_every_step(system)
     failed = next(e for e in finals.values() if e["type"] == "failed")
     assert failed["exitCode"] == 1
     assert failed["retryable"] is False
-    assert failed["cluster"] == "e2e" and failed["node"].startswith("worker")
+    assert failed["clusterId"] == "e2e" and failed["nodeName"].startswith("worker")
     for job_id in job_ids:
         types = [e["type"] for e in events if e["jobId"] == job_id]
         assert types[:5] == LIFECYCLE, types

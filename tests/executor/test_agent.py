@@ -106,8 +106,8 @@ def test_every_failure_is_categorised_and_the_pod_handled_as_its_category_says(
         subcategory,
     )
     failed = Event.objects.get(job_id=job_id, type="failed")
-    assert failed.payload["failure_category"] == category
-    assert failed.payload["failure_subcategory"] == subcategory
+    assert failed.payload["failureCategory"] == category
+    assert failed.payload["failureSubcategory"] == subcategory
     assert (f"armada-{job_id}-0" in pod_names(a, 5)) is pod_kept
     assert Job.objects.get(id=job_id).failure_category == category
 
@@ -268,7 +268,7 @@ def test_an_executor_that_stops_heart_beating_has_its_runs_expired(queue, owner,
     assert (job_row.state, job_row.failure_count) == ("failed", 1)
     assert types_for(job_id)[-2:] == ["lease_expired", "failed"]
     failed = Event.objects.get(job_id=job_id, type="failed")
-    assert (failed.payload["failure_subcategory"], failed.payload["retryable"]) == (
+    assert (failed.payload["failureSubcategory"], failed.payload["retryable"]) == (
         "lease-expired",
         False,
     )

@@ -219,7 +219,7 @@ def test_the_kill_switch_decides_but_never_retries(settings, with_policy, owner)
     drive(agent, range(1, 5))
     [run] = runs(job_id)
     assert run.decision["decision"] == "fail_global_limit"
-    assert failed_events(job_id)[-1]["failure_category"] == "oom"
+    assert failed_events(job_id)[-1]["failureCategory"] == "oom"
     assert decisions() == {("demo", "training", "fail_global_limit"): 1}
 
 

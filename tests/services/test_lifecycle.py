@@ -90,7 +90,7 @@ def test_exit_code_one_fails_the_job_with_the_exit_code_in_the_event(queue, owne
     assert failed.payload["exitCodes"] == {"main": 1}
     assert failed.payload["retryable"] is False
     assert failed.payload["message"] == "boom"
-    assert failed.payload["node"] == "n" and failed.payload["cluster"] == "test"
+    assert failed.payload["nodeName"] == "n" and failed.payload["clusterId"] == "test"
     assert failed.payload["podName"] == f"armada-{job_id}-0"
 
 
@@ -192,6 +192,6 @@ def test_lost_pod_is_reported_as_internal_pod_missing(queue, owner):
         "pod-missing",
     )
     assert (
-        Event.objects.get(job_id=job_id, type="failed").payload["failure_subcategory"]
+        Event.objects.get(job_id=job_id, type="failed").payload["failureSubcategory"]
         == "pod-missing"
     )
