@@ -14,8 +14,11 @@ Choices the specification leaves open
 - ``version``, ``createdAt``, ``updatedAt`` and ``updatedBy`` are accepted at the top level
   and ignored: they are what the server adds when it shows a policy, and the output of
   ``get -o yaml`` must be usable as the input of ``update``.
-- A ``mutate`` block on a ``Fail`` rule is refused. It could never take effect, so writing it
-  is almost certainly a mistake (the wrong action, or a block pasted onto the wrong rule).
+- A ``mutate`` block on a ``Fail`` rule is accepted with a warning and dropped: it can never
+  take effect (the specification says so, and Armada accepts it too), but writing it is
+  probably a mistake (the wrong action, or a block pasted onto the wrong rule), so the
+  warning names the rule. The block is still checked: a malformed one is an error like
+  anywhere else. The warnings of a parse are on :attr:`RetryPolicy.warnings`.
 - ``onSubcategory`` and ``onCategory`` must be non-empty when given: an empty category would
   match only uncategorised failures, which is not what anybody writing a rule means. Leave
   ``onSubcategory`` out to match every subcategory of the category.
@@ -30,7 +33,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from armada.core.errors import FieldError, ValidationFailed
@@ -119,6 +122,9 @@ class RetryPolicy:
     default_action: str
     rules: tuple[Rule, ...] = ()
     version: int = 1
+    # What the parse accepted but would point out (a ``mutate`` block on a Fail rule, which
+    # is dropped), each naming its field; not part of the policy, so not compared.
+    warnings: tuple[FieldError, ...] = field(default=(), compare=False)
 
 
 # --- parsing ----------------------------------------------------------------------------------
@@ -249,7 +255,9 @@ def _mutation(value: Any, where: str, errors: list[FieldError]) -> Mutation | No
     return Mutation(avoid_same_node=avoid, memory=bump)
 
 
-def _rule(value: Any, where: str, errors: list[FieldError]) -> Rule | None:
+def _rule(
+    value: Any, where: str, errors: list[FieldError], warnings: list[FieldError]
+) -> Rule | None:
     rule = _mapping(value, where, errors)
     if rule is None:
         return None
@@ -267,15 +275,16 @@ def _rule(value: Any, where: str, errors: list[FieldError]) -> Rule | None:
     mutate = None
     if rule.get("mutate") is not None:
         mw = _join(where, "mutate")
+        mutate = _mutation(rule["mutate"], mw, errors)
         if action == FAIL:
-            errors.append(
+            mutate = None
+            warnings.append(
                 FieldError(
                     mw,
-                    "has no effect on a Fail rule; remove it, or make the rule a Retry rule",
+                    "has no effect on a Fail rule and is ignored; remove it, or make the rule "
+                    "a Retry rule",
                 )
             )
-        else:
-            mutate = _mutation(rule["mutate"], mw, errors)
     if len(errors) > start:
         return None
     return Rule(action=action, on_category=category, on_subcategory=subcategory, mutate=mutate)
@@ -321,12 +330,13 @@ def parse_policy(data: Any) -> RetryPolicy:
     default_action = _action(data.get("defaultAction"), "defaultAction", errors)
 
     rules: list[Rule] = []
+    warnings: list[FieldError] = []
     raw_rules = data.get("rules")
     if raw_rules is not None and not isinstance(raw_rules, list):
         errors.append(FieldError("rules", "must be a list of rules"))
     elif raw_rules:
         for i, raw in enumerate(raw_rules):
-            rule = _rule(raw, f"rules[{i}]", errors)
+            rule = _rule(raw, f"rules[{i}]", errors, warnings)
             if rule is not None:
                 rules.append(rule)
 
@@ -337,6 +347,7 @@ def parse_policy(data: Any) -> RetryPolicy:
         retry_limit=limit,
         default_action=default_action,
         rules=tuple(rules),
+        warnings=tuple(warnings),
     )
 
 

@@ -297,16 +297,10 @@ ERROR_CASES = [
         "non-empty",
     ),
     (
-        "mutate-on-fail-rule",
-        with_rule(action="Fail", onCategory="oom", mutate={"affinity": {"avoidSameNode": True}}),
-        f"{R1}.mutate",
-        "no effect on a Fail rule",
-    ),
-    (
-        "empty-mutate-on-fail-rule",
-        with_rule(action="Fail", onCategory="oom", mutate={}),
-        f"{R1}.mutate",
-        "no effect on a Fail rule",
+        "bad-mutate-on-fail-rule",
+        with_rule(action="Fail", onCategory="oom", mutate={"resources": {"memory": {}}}),
+        f"{R1}.mutate.resources.memory",
+        "exactly one of factor",
     ),
     (
         "mutate-not-mapping",
@@ -415,7 +409,7 @@ def test_every_problem_is_reported_at_once():
         "extra": 1,
         "rules": [
             {"action": "Retry"},
-            {"action": "Fail", "onCategory": "oom", "mutate": {}},
+            {"action": "Fail", "onCategory": "oom", "mutate": {"affinity": 1}},
             {
                 "action": "Retry",
                 "onCategory": "oom",
@@ -430,7 +424,7 @@ def test_every_problem_is_reported_at_once():
         "defaultAction",
         "extra",
         "rules[0].onCategory",
-        "rules[1].mutate",
+        "rules[1].mutate.affinity",
         "rules[2].mutate.resources.cpu",
         "rules[2].mutate.resources.memory.factor",
     }
@@ -440,3 +434,23 @@ def test_the_error_text_reads_as_path_and_message():
     with pytest.raises(ValidationFailed) as info:
         parse_policy(with_memory({"factor": 2, "max": "8Gi"}))
     assert str(info.value).startswith("rules[1].mutate.resources.memory.max: unknown field")
+
+
+@pytest.mark.parametrize(
+    "mutate",
+    [{"affinity": {"avoidSameNode": True}}, {"resources": {"memory": {"factor": 2}}}, {}],
+    ids=["avoid-node", "memory", "empty"],
+)
+def test_a_mutate_block_on_a_fail_rule_is_dropped_with_a_warning(mutate):
+    policy = parse_policy(with_rule(action="Fail", onCategory="oom", mutate=mutate))
+    assert policy.rules[1].mutate is None
+    assert "mutate" not in policy_document(policy)["rules"][1]
+    assert [w.field for w in policy.warnings] == [f"{R1}.mutate"]
+    assert "no effect on a Fail rule" in policy.warnings[0].message
+
+
+def test_a_policy_without_doubtful_parts_has_no_warnings():
+    assert parse_policy(MUTATING).warnings == ()
+    # Warnings are not part of the policy: the same policy read back compares equal.
+    warned = parse_policy(with_rule(action="Fail", onCategory="oom", mutate={}))
+    assert warned == parse_policy(policy_document(warned))
