@@ -100,7 +100,10 @@ class Changes:
         subcategory: str,
         **extra,
     ) -> None:
-        """The ``failed`` event: where it ran, whether it will be retried, and why it failed."""
+        """The ``failed`` event: where it ran, whether it will be retried, and why it failed.
+        It always names the run's exit codes (empty when no container ended), so that a reader
+        never has to look the run up for them."""
+        extra.setdefault("exitCodes", run.exit_codes or {})
         self.event(
             EventType.FAILED,
             run,
@@ -210,6 +213,7 @@ def _advance(run: Run, job: Job, report: RunReport, changes: Changes) -> None:
         "nodeName": run.node,
         "podName": run.pod_name,
         "podNamespace": job.namespace,
+        "pool": run.pool,
     }
     if report.state == RunState.SUCCEEDED:
         payload["exitCodes"] = report.exit_codes

@@ -49,6 +49,7 @@ def test_lifecycle_events_are_written_with_armadas_names(agent, queue, owner):
     [running] = payloads(job_id, "running")
     assert running["clusterId"] == "test" and running["nodeName"] == "n"
     assert running["podName"] == f"armada-{job_id}-0" and running["podNamespace"] == "default"
+    assert running["pool"] == "default"
     [succeeded] = payloads(job_id, "succeeded")
     assert succeeded["exitCodes"] == {"main": 0}
     every = Event.objects.filter(job_id=job_id).values_list("payload", flat=True)
