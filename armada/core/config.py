@@ -97,7 +97,11 @@ class Scheduling(_Strict):
     default_priority_class_name: str = Field("armada-default", alias="defaultPriorityClassName")
     pools: list[Pool] = Field(default_factory=lambda: [Pool(name="default")], min_length=1)
     node_id_label: str = Field("kubernetes.io/hostname", alias="nodeIdLabel")
-    indexed_node_labels: list[str] = Field(default_factory=list, alias="indexedNodeLabels")
+    # The node id label is indexed by default, so that retry policies (avoidSameNode) may be
+    # turned on without more configuration; see ``_node_id_label_indexed``.
+    indexed_node_labels: list[str] = Field(
+        default_factory=lambda: ["kubernetes.io/hostname"], alias="indexedNodeLabels"
+    )
     maximum_jobs_per_round: StrictInt = Field(10000, alias="maximumJobsPerRound", gt=0)
     max_queue_lookback: StrictInt = Field(10000, alias="maxQueueLookback", gt=0)
     maximum_scheduling_rate: float = Field(0.0, alias="maximumSchedulingRate", ge=0.0)
@@ -117,6 +121,21 @@ class Scheduling(_Strict):
         names = [p.name for p in self.pools]
         if len(set(names)) != len(names):
             raise ValueError("pools: pool names must be unique")
+        return self
+
+    @model_validator(mode="after")
+    def _node_id_label_indexed(self) -> Scheduling:
+        """Armada's rule: with the retry-policy engine on, ``nodeIdLabel`` must be one of
+        ``indexedNodeLabels``. An avoidSameNode retry keeps the job off the nodes it failed on
+        by that label; unindexed, every such job would be matched node by node."""
+        if self.retry_policy.enabled and self.node_id_label not in self.indexed_node_labels:
+            raise ValueError(
+                f"indexedNodeLabels: must include the node id label {self.node_id_label!r} "
+                "(scheduling.nodeIdLabel) when retry policies are enabled "
+                "(scheduling.retryPolicy.enabled), so that avoidSameNode retries find nodes "
+                f"by an indexed label (indexedNodeLabels: "
+                f"{', '.join(self.indexed_node_labels) or 'none'})"
+            )
         return self
 
 
@@ -243,6 +262,9 @@ class Executor(_Strict):
     # The local backend's pods (processes, logs, results); empty means var/executors/<id>.
     state_dir: str = Field("", alias="stateDir")
     tracked_node_labels: list[str] = Field(default_factory=list, alias="trackedNodeLabels")
+    # The namespaces that exist on the executor's cluster. A pod in any other namespace is
+    # refused at creation, as Kubernetes refuses it (namespaces "x" not found).
+    namespaces: list[str] = Field(default_factory=lambda: ["default"], min_length=1)
     nodes: list[NodeGroup] = Field(default_factory=list)
     error_categories: ErrorCategories = Field(
         default_factory=ErrorCategories, alias="errorCategories"
@@ -256,6 +278,18 @@ class Executor(_Strict):
                 f"{v!r} must be a lower-case RFC 1123 label (a-z, 0-9 and '-', at most 63 characters)"
             )
         return v
+
+    @model_validator(mode="after")
+    def _namespace_labels(self) -> Executor:
+        for i, name in enumerate(self.namespaces):
+            if not _RFC1123_LABEL.match(name) or len(name) > 63:
+                raise ValueError(
+                    f"namespaces[{i}]: {name!r} must be a lower-case RFC 1123 label (a-z, 0-9 "
+                    "and '-', at most 63 characters), as Kubernetes names namespaces"
+                )
+            if name in self.namespaces[:i]:
+                raise ValueError(f"namespaces[{i}]: duplicate namespace {name!r}")
+        return self
 
 
 class Metrics(_Strict):

@@ -64,7 +64,7 @@ def test_defaults(data):
     assert s.default_priority_class_name == "armada-default"
     assert [(p.name, p.short_job_penalty_cutoff) for p in s.pools] == [("default", 0.0)]
     assert s.node_id_label == "kubernetes.io/hostname"
-    assert s.indexed_node_labels == []
+    assert s.indexed_node_labels == ["kubernetes.io/hostname"]
     assert s.maximum_jobs_per_round == 10000
     assert cfg.executor_timeout == 60.0
     assert cfg.queue_refresh_period == 10.0
