@@ -6,6 +6,8 @@ from armada.web import metrics_access
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/", include("armada.api.urls")),
+    # Armada's REST gateway paths (/v1/job/submit, /v1/queue/{name}, ...): armada.wire.gateway.
+    path("v1/", include("armada.wire.gateway")),
     # Not public: a bearer token, a separate address, or development (armada.web.metrics_access).
     path("metrics", metrics_access.metrics, name="prometheus-django-metrics"),
     path("healthz", metrics_access.healthz, name="healthz"),

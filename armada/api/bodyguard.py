@@ -8,10 +8,13 @@ this order:
 
 1. A declared length over ``DATA_UPLOAD_MAX_MEMORY_SIZE`` (``ARMADA_MAX_BODY_BYTES``): 413
    at once, nothing read.
-2. API paths (``/api/``): the caller must authenticate first, the way the API does
-   (``armada.api.auth``: token, then session, then Basic with its throttle): no or bad
-   credentials give 401 (429 while a login is throttled), nothing read. What was found
-   is left in the ASGI scope, so that DRF does not hash a Basic password a second time.
+2. API paths (``/api/``, and Armada's REST gateway under ``/v1/``): the caller must
+   authenticate first, the way the API does (``armada.api.auth``: token, then session,
+   then Basic with its throttle): no or bad credentials give 401 (429 while a login is
+   throttled), nothing read. What was found is left in the ASGI scope, so that DRF does
+   not hash a Basic password a second time. With ``auth.anonymousAuth`` on, a gateway
+   caller without credentials is anonymous (the limit of step 3), but bad ones still 401.
+   Gateway refusals are in grpc-gateway's shape (``{"code", "message", "details"}``).
 3. Other paths (Lookout forms, the login pages, the admin): a caller without a session
    may send at most ``ANONYMOUS_MAX_BODY_BYTES`` (413 above it); a logged-in one, the
    full limit.
@@ -49,6 +52,9 @@ Send = Callable[[Message], Awaitable[None]]
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 API_PREFIX = "/api/"
+GATEWAY_PREFIX = "/v1/"
+# grpc-gateway's error code (a gRPC status number) for each refusal's HTTP status.
+GATEWAY_CODES = {400: 3, 401: 16, 413: 8, 429: 8, 503: 14}
 
 
 class Refused(Exception):
@@ -89,20 +95,23 @@ def _session_user(scope: Scope) -> Any | None:
     return user if user.is_authenticated else None
 
 
-def _identify(scope: Scope, api: bool) -> bool:
+def _identify(scope: Scope, api: bool, anonymous_ok: bool = False) -> bool:
     """``_look_up``, read once more if the database connection broke under it; a database
     that cannot be used is a 503, nothing read."""
     try:
-        return read_again_if_lost(lambda: _look_up(scope, api), "a caller's credentials")
+        return read_again_if_lost(
+            lambda: _look_up(scope, api, anonymous_ok), "a caller's credentials"
+        )
     except DATABASE_ERRORS:
         close_old_connections()
         raise Refused(503, "the database is unavailable; try again shortly") from None
 
 
-def _look_up(scope: Scope, api: bool) -> bool:
+def _look_up(scope: Scope, api: bool, anonymous_ok: bool = False) -> bool:
     """Whether the caller is known. On an API path an unknown caller raises Refused (401 or
-    429); a token or Basic caller is recorded in the scope for DRF. Runs in a thread: it
-    may query the database and hash a password."""
+    429), unless ``anonymous_ok`` and they sent no credentials; a token or Basic caller is
+    recorded in the scope for DRF. Runs in a thread: it may query the database and hash a
+    password."""
     try:
         if not api:
             return _session_user(scope) is not None
@@ -127,6 +136,8 @@ def _look_up(scope: Scope, api: bool) -> bool:
     finally:
         # This thread is not a request's: hand its connection back to the pool now.
         close_old_connections()
+    if anonymous_ok and not header.strip():
+        return False
     raise Refused(
         401,
         "authentication credentials were not provided: send 'Authorization: Bearer <token>' "
@@ -166,8 +177,12 @@ def _replay(body: bytes, receive: Receive) -> Receive:
     return replay
 
 
-async def _refuse(send: Send, refusal: Refused, api: bool) -> None:
-    if api:
+async def _refuse(send: Send, refusal: Refused, api: bool, gateway: bool = False) -> None:
+    if gateway:
+        error = {"code": GATEWAY_CODES.get(refusal.status, 2), "message": refusal.message}
+        body = json.dumps({**error, "details": []}, separators=(",", ":")).encode()
+        kind = b"application/json"
+    elif api:
         body = json.dumps(
             {"message": refusal.message, "errors": []}, separators=(",", ":")
         ).encode()
@@ -196,7 +211,9 @@ class BodyGuard:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        api = scope.get("path", "").startswith(API_PREFIX)
+        gateway = scope.get("path", "").startswith(GATEWAY_PREFIX)
+        api = gateway or scope.get("path", "").startswith(API_PREFIX)
+        anonymous_ok = gateway and settings.ARMADA.auth.anonymous_auth
         try:
             length, chunked = declared_body(scope)
             if not chunked and not length:
@@ -210,7 +227,7 @@ class BodyGuard:
             # An API caller must be known before any of the body is read; elsewhere a
             # body small enough for anyone needs no look-up.
             if (api or length is None or length > anonymous) and not await self._identify(
-                scope, api
+                scope, api, anonymous_ok
             ):
                 limit = anonymous
                 if length is not None and length > limit:
@@ -223,7 +240,7 @@ class BodyGuard:
                 return await self.app(scope, receive, send)
             body = await _read_body(receive, limit)
         except Refused as refusal:
-            return await _refuse(send, refusal, api)
+            return await _refuse(send, refusal, api, gateway)
         if body is None:
             return None  # the client went away; there is no one to answer
         headers = [

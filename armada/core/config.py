@@ -317,6 +317,9 @@ class Auth(_Strict):
     permission_group_mapping: dict[str, list[str]] = Field(
         default_factory=dict, alias="permissionGroupMapping"
     )
+    # Callers of Armada's wire API (gRPC and the /v1 gateway) who send no credentials are
+    # served as Django's AnonymousUser instead of refused (UNAUTHENTICATED / 401).
+    anonymous_auth: StrictBool = Field(False, alias="anonymousAuth")
 
     @field_validator("permission_group_mapping")
     @classmethod
@@ -329,12 +332,24 @@ class Auth(_Strict):
         return v
 
 
+class Grpc(_Strict):
+    """The ``grpc`` process: Armada's public gRPC API (``armada.grpcserver``)."""
+
+    port: StrictInt = Field(50051, ge=1, le=65535)
+    # Unary calls (and authentication, which may hash a password) run on at most this many
+    # threads; each holds a database connection only while it runs.
+    worker_threads: StrictInt = Field(8, alias="workerThreads", ge=1, le=256)
+    # On SIGTERM, calls in flight get this long to finish; event streams end at once.
+    grace_period: Duration = Field(10.0, alias="gracePeriod", ge=0)
+
+
 class ArmadaConfig(_Strict):
     scheduling: Scheduling = Field(default_factory=Scheduling)
     executor_timeout: Duration = Field(60.0, alias="executorTimeout", gt=0)
     queue_refresh_period: Duration = Field(10.0, alias="queueRefreshPeriod", gt=0)
     metrics: Metrics = Field(default_factory=Metrics)
     auth: Auth = Field(default_factory=Auth)
+    grpc: Grpc = Field(default_factory=Grpc)
     executors: list[Executor] = Field(default_factory=list)
 
     @model_validator(mode="after")

@@ -10,6 +10,9 @@ offers the same queue calls on ``api.Submit`` and ``api.QueueService``):
   thread and closes that thread's database connection afterwards, so an operation never holds
   a connection between calls. It raises the services' errors (``services.errors``); the
   transport maps them to gRPC status codes or HTTP statuses (``wire.errors``).
+- ``anonymous=True`` serves callers who send no credentials (as ``AnonymousUser``) even
+  when ``auth.anonymousAuth`` is off: for Health, which load balancers probe. Credentials
+  that are sent are checked all the same.
 - A **streaming** operation is an async generator of response messages. It must hold no
   database connection while it waits: it does each read with
   ``sync_to_async(read, thread_sensitive=False)`` in a function that closes its connection before
@@ -40,7 +43,8 @@ SERVICES = ("api.Submit", "api.QueueService", "api.RetryPolicyService", "api.Eve
 class Call:
     """Who is calling and when: what every operation gets besides its request.
 
-    ``actor`` is a Django user (``AnonymousUser`` only when anonymous access is configured);
+    ``actor`` is a Django user (``AnonymousUser`` only when anonymous access is configured,
+    or for an operation registered with ``anonymous=True``);
     ``now`` is the time the call arrived, timezone-aware; ``peer`` names the client's address.
     """
 
@@ -59,6 +63,7 @@ class Operation:
     func: Callable[..., Any]
     streaming: bool
     method: MethodDescriptor
+    anonymous: bool = False
 
     @property
     def request_class(self) -> type[Message]:
@@ -80,7 +85,9 @@ def method_descriptor(name: str) -> MethodDescriptor:
     return found
 
 
-def _register(names: tuple[str, ...], streaming: bool) -> Callable[[Callable], Callable]:
+def _register(
+    names: tuple[str, ...], streaming: bool, anonymous: bool = False
+) -> Callable[[Callable], Callable]:
     def register(func: Callable) -> Callable:
         for name in names:
             method = method_descriptor(name)
@@ -89,20 +96,20 @@ def _register(names: tuple[str, ...], streaming: bool) -> Callable[[Callable], C
                 raise TypeError(f"{name} is a {kind} method")
             if name in OPERATIONS:
                 raise ValueError(f"{name} is registered twice")
-            OPERATIONS[name] = Operation(name, func, streaming, method)
+            OPERATIONS[name] = Operation(name, func, streaming, method, anonymous)
         return func
 
     return register
 
 
-def unary(*names: str) -> Callable[[UnaryFunc], UnaryFunc]:
+def unary(*names: str, anonymous: bool = False) -> Callable[[UnaryFunc], UnaryFunc]:
     """Register a synchronous request -> response operation under each of ``names``."""
-    return _register(names, streaming=False)
+    return _register(names, streaming=False, anonymous=anonymous)
 
 
-def stream(*names: str) -> Callable[[StreamFunc], StreamFunc]:
+def stream(*names: str, anonymous: bool = False) -> Callable[[StreamFunc], StreamFunc]:
     """Register an async generator of responses under each of ``names``."""
-    return _register(names, streaming=True)
+    return _register(names, streaming=True, anonymous=anonymous)
 
 
 def load_operations() -> dict[str, Operation]:
@@ -117,4 +124,5 @@ def load_operations() -> dict[str, Operation]:
 # The modules that hold the operations, one per concept.
 OPERATION_MODULES = [
     "armada.wire.health_ops",
+    "armada.wire.event_ops",
 ]

@@ -1,0 +1,256 @@
+"""Armada's REST gateway under ``/v1/``: the paths of the ``google.api.http`` rules of its
+methods (``wire.http_rules``), each answered by the same registered operation as the gRPC
+method (``wire.registry``), with grpc-gateway's JSON (``wire.jsonmap``).
+
+- Authentication is our ``/api/v1``'s, through DRF's authenticators (personal or legacy
+  token, session with its CSRF check, Basic with its throttle); ``auth.anonymousAuth``
+  admits callers with no credentials as ``AnonymousUser``, as on gRPC.
+- Errors are grpc-gateway's: ``{"code": <gRPC code number>, "message": ..., "details": []}``
+  with the HTTP status ``wire.errors`` gives the code (400, 401, 403, 404, 409, 429, 503; a
+  bug is logged and answered 500 with a message that says nothing of the inside).
+- A path whose method no module has registered yet answers 501 (UNIMPLEMENTED).
+- A unary method is a sync view (the operation runs in the request's thread, like our DRF
+  views). A streaming one (``POST /v1/job-set/{queue}/{id}``, ``GET /v1/batched/queues``) is
+  an async view that writes one JSON object per line: ``{"result": <message>}`` per message,
+  and ``{"error": {"code", "message", "details"}}`` if the stream fails after it started. A
+  stream that fails before its first message answers like a unary error.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import defaultdict
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import grpc
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from django.db import connection
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.urls import path
+from django.utils import timezone
+from django.views.decorators.csrf import csrf_exempt
+from rest_framework import exceptions
+from rest_framework.request import Request
+from rest_framework.settings import api_settings
+
+from armada.services.dbfaults import DATABASE_ERRORS
+from armada.services.errors import PermissionDenied
+from armada.wire.errors import Unauthenticated
+from armada.wire.http_rules import HttpRule, django_route, http_rules, kwarg_name
+from armada.wire.inputs import check_message
+from armada.wire.jsonmap import message_json, request_message
+from armada.wire.registry import Call, Operation, load_operations
+from armada.wire.server import database_unavailable, status_of
+
+log = logging.getLogger(__name__)
+
+JSON = "application/json"
+GATEWAY_NO_CREDENTIALS = (
+    "authentication credentials were not provided: send 'Authorization: Bearer <token>' "
+    "(armadactl login makes one) or Basic credentials"
+)
+
+
+class BodyTooLarge(Exception):
+    """413: the body is over ``DATA_UPLOAD_MAX_MEMORY_SIZE`` (the ASGI body guard refuses
+    most such bodies before they are read; this covers the rest)."""
+
+
+def error_body(code: grpc.StatusCode, message: str) -> dict[str, Any]:
+    return {"code": code.value[0], "message": message, "details": []}
+
+
+def error_response(exc: BaseException, method: str) -> HttpResponse:
+    """grpc-gateway's answer to a failed call."""
+    if isinstance(exc, BodyTooLarge):
+        body = error_body(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
+        return HttpResponse(json.dumps(body), status=413, content_type=JSON)
+    status = status_of(exc)
+    if status.code == grpc.StatusCode.INTERNAL:
+        log.error("%s failed", method, exc_info=exc)
+    response = HttpResponse(
+        json.dumps(error_body(status.code, status.message)),
+        status=status.http_status,
+        content_type=JSON,
+    )
+    if isinstance(exc, exceptions.Throttled) and exc.wait:
+        response["Retry-After"] = str(max(1, int(exc.wait)))
+    if status.http_status == 401:
+        response["WWW-Authenticate"] = 'Bearer realm="api"'
+    if status.http_status == 503:
+        response["Retry-After"] = "1"
+    return response
+
+
+def authenticate(request: HttpRequest, op: Operation | None) -> Any:
+    """The caller, as ``/api/v1`` authenticates them (see the module docstring)."""
+    drf_request = Request(
+        request, authenticators=[a() for a in api_settings.DEFAULT_AUTHENTICATION_CLASSES]
+    )
+    try:
+        user = drf_request.user
+    except exceptions.PermissionDenied as exc:  # a session without its CSRF token
+        raise PermissionDenied(str(exc.detail)) from None
+    if user.is_authenticated:
+        return user
+    if (op is not None and op.anonymous) or settings.ARMADA.auth.anonymous_auth:
+        return user  # AnonymousUser
+    raise Unauthenticated(GATEWAY_NO_CREDENTIALS)
+
+
+def _operation(rule: HttpRule) -> Operation | None:
+    return load_operations().get(rule.method)
+
+
+def _unimplemented(rule: HttpRule) -> HttpResponse:
+    body = error_body(
+        grpc.StatusCode.UNIMPLEMENTED, f"{rule.method} is not served by this server yet"
+    )
+    return HttpResponse(json.dumps(body), status=501, content_type=JSON)
+
+
+def _path_values(rule: HttpRule, kwargs: dict[str, str]) -> dict[str, str]:
+    return {field: kwargs[kwarg_name(field)] for field in rule.path_fields}
+
+
+def _build(rule: HttpRule, op: Operation, request: HttpRequest, kwargs: dict[str, str]):
+    try:
+        body = request.body if rule.body else b""
+    except RequestDataTooBig:
+        limit = int(settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
+        raise BodyTooLarge(
+            f"the request body is more than {limit} bytes; at most {limit} are accepted"
+        ) from None
+    message = request_message(
+        op.request_class,
+        rule,
+        body=body,
+        query=[(k, v) for k, values in request.GET.lists() for v in values],
+        path=_path_values(rule, kwargs),
+    )
+    check_message(message)
+    return message
+
+
+def _call(request: HttpRequest, actor: Any) -> Call:
+    return Call(actor=actor, now=timezone.now(), peer=str(request.META.get("REMOTE_ADDR") or ""))
+
+
+def unary_response(rule: HttpRule, request: HttpRequest, kwargs: dict[str, str]) -> HttpResponse:
+    op = _operation(rule)
+    if op is None:
+        return _unimplemented(rule)
+    try:
+        try:
+            actor = authenticate(request, op)
+            message = _build(rule, op, request, kwargs)
+            response = op.func(_call(request, actor), message)
+        except DATABASE_ERRORS as exc:
+            raise database_unavailable(exc) from exc
+    except Exception as exc:  # noqa: BLE001 - every failure gets grpc-gateway's answer
+        return error_response(exc, rule.method)
+    return HttpResponse(json.dumps(message_json(response)), content_type=JSON)
+
+
+def _prepare_stream(rule: HttpRule, op: Operation, request: HttpRequest, kwargs: dict) -> tuple:
+    """Authenticate and build the request on a worker thread; its connection is closed."""
+    try:
+        actor = authenticate(request, op)
+        return _call(request, actor), _build(rule, op, request, kwargs)
+    except DATABASE_ERRORS as exc:
+        raise database_unavailable(exc) from exc
+    finally:
+        connection.close()
+
+
+def _line(data: dict[str, Any]) -> bytes:
+    return json.dumps(data, separators=(",", ":")).encode() + b"\n"
+
+
+async def stream_response(
+    rule: HttpRule, request: HttpRequest, kwargs: dict[str, str]
+) -> HttpResponse:
+    op = _operation(rule)
+    if op is None:
+        return _unimplemented(rule)
+    try:
+        call, message = await sync_to_async(_prepare_stream, thread_sensitive=False)(
+            rule, op, request, kwargs
+        )
+        messages = op.func(call, message)
+        first = await messages.__anext__()
+    except StopAsyncIteration:
+        first, messages = None, None
+    except Exception as exc:  # noqa: BLE001
+        return error_response(exc, rule.method)
+
+    async def lines() -> AsyncIterator[bytes]:
+        if first is None:
+            return
+        try:
+            yield _line({"result": message_json(first)})
+            async for item in messages:
+                yield _line({"result": message_json(item)})
+        except Exception as exc:  # noqa: BLE001 - the status line is sent already
+            status = status_of(exc)
+            if status.code == grpc.StatusCode.INTERNAL:
+                log.error("%s failed", rule.method, exc_info=exc)
+            yield _line({"error": error_body(status.code, status.message)})
+        finally:
+            await messages.aclose()
+
+    response = StreamingHttpResponse(lines(), content_type=JSON)
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"
+    return response
+
+
+def _not_allowed(rules: dict[str, HttpRule], method: str) -> HttpResponse:
+    body = error_body(
+        grpc.StatusCode.UNIMPLEMENTED,
+        f"method {method} not allowed here; allowed: {', '.join(sorted(rules))}",
+    )
+    response = HttpResponse(json.dumps(body), status=405, content_type=JSON)
+    response["Allow"] = ", ".join(sorted(rules))
+    return response
+
+
+def make_view(rules: dict[str, HttpRule]) -> Callable:
+    """One view for one path template, dispatching on the HTTP method to its rule."""
+    if any(rule.streaming for rule in rules.values()):
+
+        async def async_view(request: HttpRequest, **kwargs: str) -> HttpResponse:
+            rule = rules.get(request.method or "")
+            if rule is None:
+                return _not_allowed(rules, request.method or "")
+            if rule.streaming:
+                return await stream_response(rule, request, kwargs)
+            return await sync_to_async(unary_response)(rule, request, kwargs)
+
+        return csrf_exempt(async_view)
+
+    def view(request: HttpRequest, **kwargs: str) -> HttpResponse:
+        rule = rules.get(request.method or "")
+        if rule is None:
+            return _not_allowed(rules, request.method or "")
+        return unary_response(rule, request, kwargs)
+
+    return csrf_exempt(view)
+
+
+def build_urlpatterns() -> list:
+    """One URL pattern per path template of Armada's HTTP rules (see ``http_rules``)."""
+    by_template: dict[str, dict[str, HttpRule]] = defaultdict(dict)
+    for rule in http_rules():
+        # The first rule for a path and verb wins (Armada has none twice).
+        by_template[rule.template].setdefault(rule.verb, rule)
+    return [
+        path(django_route(template), make_view(rules)) for template, rules in by_template.items()
+    ]
+
+
+urlpatterns = build_urlpatterns()
