@@ -5,7 +5,9 @@ A tick, in order:
 2. create a pod for every run leased to this executor that has none yet. A pod name that is
    taken (AlreadyExists, typically a pod kept from an earlier attempt) is a recoverable
    submit error: the lease is returned, and the colliding pod is deleted. A spec the backend
-   cannot run fails the run as internal / job-creation-failed;
+   cannot run fails the run as internal / job-creation-failed. A pod the cluster refuses
+   (``PodRejected``: its namespace does not exist there, say) fails the run with the refusal
+   as its pod error, categorised like any failure, so that retry policies see it too;
 3. poll the backend and turn each phase a pod has passed through (pending, running, ended)
    into a report, oldest first, so that even a pod that started and ended between two ticks
    is reported as pending, running and then succeeded or failed;
@@ -46,6 +48,7 @@ from armada.executor.backends.base import (
     Backend,
     PodCreationFailed,
     PodExists,
+    PodRejected,
     PodRequest,
     PodStatus,
 )
@@ -203,18 +206,43 @@ class ExecutorAgent:
 
     def _start(self, run: ActiveRun, now: datetime, result: TickReport) -> list[RunReport]:
         request = PodRequest(
-            run.pod_name, run.id, run.job_id, run.node, run.pod_spec, run.annotations
+            run.pod_name,
+            run.id,
+            run.job_id,
+            run.node,
+            run.pod_spec,
+            run.annotations,
+            namespace=run.namespace,
         )
         try:
             self.backend.create_pod(request, now)
         except PodExists:
             return [self._collision(run, None, now)]
+        except PodRejected as exc:
+            return [self._rejected(run, exc, now)]
         except PodCreationFailed as exc:
             return [
                 internal_failure(run.id, JOB_CREATION_FAILED, now, "JobCreationFailed", str(exc))
             ]
         result.created += 1
         return []
+
+    def _rejected(self, run: ActiveRun, refusal: PodRejected, now: datetime) -> RunReport:
+        """The cluster refused the pod: the run fails with the refusal as its pod error,
+        through the categorizer like every failure (an ``onPodError`` rule can match it).
+        There is no pod, so nothing is deleted whatever the category's action."""
+        category = self.categorizer.categorize(FailureSignals(pod_error=refusal.message))
+        log.info("pod %s refused by the cluster: %s", run.pod_name, refusal.message)
+        return RunReport(
+            run.id,
+            RunState.FAILED,
+            now,
+            reason=refusal.reason,
+            message=refusal.message,
+            failure_category=category.category,
+            failure_subcategory=category.subcategory,
+            hint=category.hint,
+        )
 
     def _collision(self, run: ActiveRun, existing: PodStatus | None, now: datetime) -> RunReport:
         """The pod name is taken: return the lease and have the old pod deleted."""

@@ -84,6 +84,7 @@ class ActiveRun:
     annotations: dict[str, str]
     stop_requested: bool = False
     stop_kind: str = ""
+    namespace: str = "default"
 
 
 def runs_active_for_executor(*, executor_id: str) -> list[ActiveRun]:
@@ -101,6 +102,7 @@ def runs_active_for_executor(*, executor_id: str) -> list[ActiveRun]:
             "pod_name",
             "job__pod_spec",
             "job__annotations",
+            "job__namespace",
             "stop_requested_at",
             "stop_kind",
         )
@@ -116,6 +118,7 @@ def runs_active_for_executor(*, executor_id: str) -> list[ActiveRun]:
             annotations=r["job__annotations"],
             stop_requested=r["stop_requested_at"] is not None,
             stop_kind=r["stop_kind"],
+            namespace=r["job__namespace"],
         )
         for r in rows
     ]

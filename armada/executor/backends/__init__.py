@@ -15,9 +15,11 @@ def state_dir_for(config: ExecutorConfig, var_dir: Path) -> Path:
 
 def make_backend(config: ExecutorConfig, var_dir: Path) -> Backend:
     if config.backend == "fake":
-        return FakeBackend()
+        return FakeBackend(namespaces=config.namespaces)
     if config.backend == "local":
         from armada.executor.backends.local import LocalBackend
 
-        return LocalBackend(state_dir_for(config, var_dir), executor_id=config.id)
+        return LocalBackend(
+            state_dir_for(config, var_dir), executor_id=config.id, namespaces=config.namespaces
+        )
     raise ValueError(f"executors[{config.id}].backend: unknown backend {config.backend!r}")

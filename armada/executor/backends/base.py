@@ -7,6 +7,10 @@ pod twice, or a pod that is gone, is not an error.
 
 Pod names are ``armada-<jobId>-0`` for every attempt of a job, so a pod kept from an earlier
 attempt makes ``create_pod`` raise :class:`PodExists` (Kubernetes' AlreadyExists).
+
+A backend stands for a cluster, and a cluster has namespaces: a pod in a namespace the
+backend was not given is refused with :class:`PodRejected` and Kubernetes' message
+(``namespaces "x" not found``), before anything else about the pod is looked at.
 """
 
 from __future__ import annotations
@@ -18,6 +22,23 @@ from typing import Any, Protocol
 
 class PodExists(Exception):
     """A pod of that name exists already (AlreadyExists): a recoverable submit error."""
+
+
+class PodRejected(Exception):
+    """The cluster refused the pod with an API error about the job itself (Kubernetes'
+    status ``reason`` and its message), such as a namespace the cluster does not have. The
+    agent fails the run with the message as its pod error, categorised like any failure."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+def check_namespace(pod: PodRequest, namespaces: frozenset[str]) -> None:
+    """Refuse ``pod`` as Kubernetes does when its namespace does not exist."""
+    if pod.namespace not in namespaces:
+        raise PodRejected("NotFound", f'namespaces "{pod.namespace}" not found')
 
 
 class PodCreationFailed(Exception):
@@ -33,6 +54,7 @@ class PodRequest:
     node: str
     pod_spec: dict[str, Any]
     annotations: dict[str, str]
+    namespace: str = "default"
 
 
 @dataclass(frozen=True)

@@ -8,11 +8,18 @@ finds none, and the agent reports their runs as internal / pod-missing.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from armada.core.fakepod import FakeOutcome, parse_fake_outcome
-from armada.executor.backends.base import ContainerResult, PodExists, PodRequest, PodStatus
+from armada.executor.backends.base import (
+    ContainerResult,
+    PodExists,
+    PodRequest,
+    PodStatus,
+    check_namespace,
+)
 
 OOM_EXIT_CODE = 137
 
@@ -89,11 +96,15 @@ def _status(pod: _FakePod, now: datetime) -> PodStatus:
 
 
 class FakeBackend:
-    def __init__(self) -> None:
+    """A simulated cluster with the given ``namespaces`` (a pod in another is refused)."""
+
+    def __init__(self, namespaces: Iterable[str] = ("default",)) -> None:
+        self.namespaces = frozenset(namespaces)
         self._pods: dict[str, _FakePod] = {}
         self._deleting: set[str] = set()  # names of pods that take time to go
 
     def create_pod(self, pod: PodRequest, now: datetime) -> None:
+        check_namespace(pod, self.namespaces)
         if pod.name in self._pods:
             raise PodExists(pod.name)
         outcome, _ = parse_fake_outcome(pod.annotations)

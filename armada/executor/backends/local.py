@@ -63,7 +63,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -74,6 +74,7 @@ from armada.executor.backends.base import (
     PodExists,
     PodRequest,
     PodStatus,
+    check_namespace,
 )
 from armada.executor.backends.cgroups import (
     CgroupMode,
@@ -120,7 +121,8 @@ class LocalBackend:
     ``executor_id`` names this executor's cgroup directory. ``cgroups`` chooses the memory
     cgroup version (``auto`` prefers v2, then v1; ``none`` uses RLIMIT_AS);
     ``default_grace_seconds`` is the grace of a deletion or deadline when neither the caller
-    nor the pod spec gives one.
+    nor the pod spec gives one. ``namespaces`` are those this machine, as a cluster, has: a
+    pod in another is refused (``PodRejected``).
     """
 
     def __init__(
@@ -130,6 +132,7 @@ class LocalBackend:
         executor_id: str,
         cgroups: CgroupMode = "auto",
         default_grace_seconds: float = DEFAULT_GRACE_SECONDS,
+        namespaces: Iterable[str] = ("default",),
     ) -> None:
         if cgroups not in ("auto", "v2", "v1", "none"):
             raise ValueError(f"cgroups must be auto, v2, v1 or none, not {cgroups!r}")
@@ -138,6 +141,7 @@ class LocalBackend:
         self.state_dir = Path(state_dir)
         self.executor_id = executor_id
         self.default_grace_seconds = float(default_grace_seconds)
+        self.namespaces = frozenset(namespaces)
         self._pods = self.state_dir / "pods"
         self._cgroup_choice = cgroups
         self._cgroups: _Cgroups | None = None
@@ -176,6 +180,7 @@ class LocalBackend:
     # --- create ----------------------------------------------------------------------------
 
     def create_pod(self, pod: PodRequest, now: datetime) -> None:
+        check_namespace(pod, self.namespaces)
         if not _valid_pod_name(pod.name):
             raise PodCreationFailed(f"pod name {pod.name!r} is not a lower-case RFC 1123 name")
         pod_dir = self._pods / pod.name
@@ -204,6 +209,7 @@ class LocalBackend:
                     "name": pod.name,
                     "run_id": pod.run_id,
                     "job_id": pod.job_id,
+                    "namespace": pod.namespace,
                     "node": pod.node,
                     "annotations": dict(pod.annotations),
                     "pod_spec": pod.pod_spec,
