@@ -19,14 +19,13 @@ from urllib.parse import quote
 
 import requests
 
+from armada.cli.client_actions import ActionCalls
 from armada.cli.config import Settings
 from armada.cli.errors import ApiError, error_from_body
 from armada.cli.stream import CAUGHT_UP, StreamDropped, read_events
 
 __all__ = ["CAUGHT_UP", "ApiError", "ArmadaClient", "StreamDropped", "error_from_body"]
 
-CONNECT_TIMEOUT = 10.0
-READ_TIMEOUT = 60.0
 # The event stream sends blank keep-alive lines; silence for this long means the connection
 # is dead (or the server does not send keep-alives): reconnect from the cursor.
 STREAM_READ_TIMEOUT = 90.0
@@ -35,10 +34,9 @@ RECONNECT_WINDOW = 120.0
 RECONNECT_BACKOFF_START = 0.5
 RECONNECT_BACKOFF_MAX = 10.0
 TRANSIENT_STATUSES = frozenset({502, 503, 504})
-USER_AGENT = "armadactl/0.1"
 
 
-class ArmadaClient:
+class ArmadaClient(ActionCalls):
     """Calls the Armada API at ``settings.url`` with the configured credentials."""
 
     def __init__(
@@ -51,85 +49,13 @@ class ArmadaClient:
         reconnect_window: float | None = None,
         stream_read_timeout: float | None = None,
     ) -> None:
-        self.settings = settings
-        self.base_url = settings.url.rstrip("/")
-        self.session = session or requests.Session()
-        self.session.headers["User-Agent"] = USER_AGENT
-        self.session.headers["Accept"] = "application/json"
-        kind = settings.auth_kind
-        if kind == "token":
-            self.session.headers["Authorization"] = f"Token {settings.token}"
-        elif kind == "basic":
-            self.session.auth = (settings.username or "", settings.password or "")
+        super().__init__(settings, session=session)
         self._sleep = sleep
         self._clock = clock
         self.reconnect_window = RECONNECT_WINDOW if reconnect_window is None else reconnect_window
         self.stream_read_timeout = (
             STREAM_READ_TIMEOUT if stream_read_timeout is None else stream_read_timeout
         )
-
-    # -- plumbing ---------------------------------------------------------------------
-
-    def _url(self, path: str) -> str:
-        return f"{self.base_url}/api/v1/{path.lstrip('/')}"
-
-    def _connection_error(self, exc: Exception) -> ApiError:
-        text = str(exc)
-        if isinstance(exc, requests.exceptions.Timeout):
-            return ApiError(f"timed out talking to the Armada server at {self.base_url}")
-        if "Connection refused" in text or "Errno 111" in text:
-            why = "connection refused"
-        elif "Name or service not known" in text or "nodename nor servname" in text:
-            why = "unknown host"
-        else:
-            why = "connection failed"
-        return ApiError(
-            f"cannot reach the Armada server at {self.base_url} ({why}); "
-            "is it running? Set --url or ARMADA_URL"
-        )
-
-    def _request(
-        self,
-        method: str,
-        path: str,
-        *,
-        body: Any = None,
-        params: Mapping[str, str] | None = None,
-        stream: bool = False,
-        timeout: float = READ_TIMEOUT,
-    ) -> requests.Response:
-        try:
-            response = self.session.request(
-                method,
-                self._url(path),
-                json=body,
-                params=params,
-                stream=stream,
-                timeout=(CONNECT_TIMEOUT, timeout),
-            )
-        except requests.exceptions.RequestException as exc:
-            raise self._connection_error(exc) from None
-        if response.status_code >= 400:
-            try:
-                content = response.content
-            except requests.exceptions.RequestException:
-                content = b""
-            finally:
-                response.close()
-            error = error_from_body(response.status_code, response.reason or "", content)
-            if response.status_code == 401 and self.settings.auth_kind == "none":
-                error.message += " (run `armadactl login`, or set ARMADA_TOKEN)"
-            raise error
-        return response
-
-    def _json(self, response: requests.Response) -> Any:
-        try:
-            return response.json()
-        except ValueError:
-            raise ApiError(
-                f"the server at {self.base_url} answered HTTP {response.status_code} "
-                "with a body that is not JSON"
-            ) from None
 
     # -- queues and jobs --------------------------------------------------------------
 
@@ -153,18 +79,6 @@ class ArmadaClient:
         params = {"dryRun": "true"} if dry_run else None
         data = self._json(self._request("POST", "queues", body=dict(queue), params=params))
         return data if isinstance(data, dict) else {}
-
-    def _object(self, response: requests.Response, what: str) -> dict[str, Any]:
-        data = self._json(response)
-        if not isinstance(data, dict):
-            raise ApiError(f"the server's {what} is not a JSON object")
-        return data
-
-    def _list(self, response: requests.Response, what: str) -> list[dict[str, Any]]:
-        data = self._json(response)
-        if not isinstance(data, list):
-            raise ApiError(f"the server's {what} is not a JSON list")
-        return data
 
     def update_queue(self, name: str, fields: Mapping[str, Any]) -> dict[str, Any]:
         """``PATCH /api/v1/queues/{name}`` with only the fields to change."""

@@ -26,7 +26,7 @@ from armada.cli.resourcefile import load_resources
 from armada.cli.watch import JobSetTracker, run_watch
 
 PROG = "armadactl"
-GLOBAL_KEYS = ("url", "username", "password", "token", "config")
+GLOBAL_KEYS = ("url", "username", "password", "token", "config", "context")
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
@@ -34,7 +34,12 @@ def settings_from_args(
     args: argparse.Namespace, environ: Mapping[str, str] | None = None
 ) -> Settings:
     flags = {key: getattr(args, key, None) for key in ("url", "username", "password", "token")}
-    return resolve_settings(flags, environ, config_path=getattr(args, "config", None))
+    return resolve_settings(
+        flags,
+        environ,
+        config_path=getattr(args, "config", None),
+        context=getattr(args, "context", None),
+    )
 
 
 def make_client(args: argparse.Namespace) -> ArmadaClient:

@@ -3,10 +3,13 @@
 Each setting (``url``, ``username``, ``password``, ``token``) is resolved on its own, first
 match wins:
 
-1. the command-line flag (``--url``, ``--username``, ``--password``, ``--token``);
+1. the command-line flag (``--url`` or Armada's ``--armadaUrl``, ``--username``,
+   ``--password``, ``--token``);
 2. the environment (``ARMADA_URL``, ``ARMADA_USERNAME``, ``ARMADA_PASSWORD``, ``ARMADA_TOKEN``);
-3. the config file: ``--config PATH``, else ``$ARMADACTL_CONFIG``, else ``~/.armadactl.yaml``,
-   a YAML mapping with the keys ``url``, ``username``, ``password`` and ``token``;
+3. the config file: ``--config PATH``, else ``$ARMADACTL_CONFIG``, else ``~/.armadactl.yaml``:
+   the values of the context in use (``--context``, ``$ARMADA_CONTEXT`` or the file's
+   ``currentContext``), then the file's top-level ``url``, ``username``, ``password`` and
+   ``token`` (see ``contexts`` for the file's format, Armada's contexts included);
 4. the default: url ``http://127.0.0.1:8000`` and no credentials.
 
 A config file named by ``--config`` or ``ARMADACTL_CONFIG`` must exist; the default one is
@@ -22,15 +25,15 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
-import yaml
+from armada.cli.contexts import KEYS, ConfigError, ConfigFile
+
+__all__ = ["ConfigError", "Settings", "config_file_path", "load_config_file", "resolve_settings"]
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 DEFAULT_CONFIG_NAME = ".armadactl.yaml"
 CONFIG_ENV = "ARMADACTL_CONFIG"
-KEYS = ("url", "username", "password", "token")
 ENV_VARS = {key: f"ARMADA_{key.upper()}" for key in KEYS}
 
 # Ranks of the sources; lower is more specific.
@@ -38,13 +41,12 @@ FLAG, ENV, FILE, DEFAULT = 0, 1, 2, 3
 SOURCE_NAMES = {FLAG: "flag", ENV: "environment", FILE: "config file", DEFAULT: "default"}
 
 
-class ConfigError(Exception):
-    """The configuration cannot be used; the message says which file or value and why."""
-
-
 @dataclass(frozen=True)
 class Settings:
-    """The resolved connection settings, and where each came from (``SOURCE_NAMES`` keys)."""
+    """The resolved connection settings, and where each came from (``SOURCE_NAMES`` keys).
+
+    ``context`` is the config file's context in use, if any; ``unsupported_auth`` names an
+    Armada way of signing in that the config asks for and this armadactl does not use."""
 
     url: str = DEFAULT_URL
     username: str | None = None
@@ -52,6 +54,8 @@ class Settings:
     token: str | None = None
     config_path: Path | None = None
     sources: Mapping[str, int] | None = None
+    context: str | None = None
+    unsupported_auth: str | None = None
 
     @property
     def auth_kind(self) -> str:
@@ -80,37 +84,17 @@ def config_file_path(
     return base / DEFAULT_CONFIG_NAME, False
 
 
-def load_config_file(path: Path, required: bool) -> dict[str, str]:
-    """Read a config file into ``{key: value}``; a missing optional file is empty."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        if required:
-            raise ConfigError(f"config file {path} does not exist") from None
-        return {}
-    except OSError as exc:
-        raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
-    try:
-        data: Any = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"config file {path} is not valid YAML: {exc}") from None
-    if data is None:
-        return {}
-    if not isinstance(data, Mapping):
-        raise ConfigError(f"config file {path} must be a mapping with keys {', '.join(KEYS)}")
-    unknown = sorted(str(k) for k in data if k not in KEYS)
-    if unknown:
-        raise ConfigError(
-            f"config file {path}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(KEYS)}"
-        )
-    out: dict[str, str] = {}
-    for key, value in data.items():
-        if value is None:
-            continue
-        if isinstance(value, bool) or not isinstance(value, str | int | float):
-            raise ConfigError(f"config file {path}: {key} must be a string")
-        out[key] = str(value)
-    return out
+def load_config_file(
+    path: Path,
+    required: bool,
+    context: str | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """Read a config file into ``{key: value}`` for the context in use (``context``, else
+    ``$ARMADA_CONTEXT`` in ``environ``, else the file's ``currentContext``); a missing
+    optional file is empty."""
+    config = ConfigFile.load(path, required)
+    return config.values(config.chosen_context(context, environ or {}))
 
 
 def normalize_url(url: str, source: str) -> str:
@@ -126,6 +110,7 @@ def resolve_settings(
     environ: Mapping[str, str] | None = None,
     *,
     config_path: str | None = None,
+    context: str | None = None,
     home: Path | None = None,
     missing_ok: bool = False,
 ) -> Settings:
@@ -133,12 +118,15 @@ def resolve_settings(
 
     ``flags`` maps the keys in ``KEYS`` to the flag values (``None`` when not given);
     an empty string counts as not given everywhere, so ``ARMADA_TOKEN=`` unsets nothing.
-    With ``missing_ok`` a config file named explicitly may be missing (``armadactl login``
-    is about to create it).
+    ``context`` is the ``--context`` flag. With ``missing_ok`` a config file named
+    explicitly may be missing (``armadactl login`` is about to create it).
     """
     env = os.environ if environ is None else environ
     path, required = config_file_path(config_path, env, home)
-    file_values = load_config_file(path, required and not missing_ok)
+    config = ConfigFile.load(path, required and not missing_ok)
+    chosen = config.chosen_context(context, env)
+    section = config.section(chosen)
+    file_values = section.values
     values: dict[str, str | None] = {}
     sources: dict[str, int] = {}
     for key in KEYS:
@@ -162,6 +150,8 @@ def resolve_settings(
         username=values["username"],
         password=values["password"],
         token=values["token"],
-        config_path=path if file_values or required else None,
+        config_path=path if config.data or required else None,
         sources=sources,
+        context=chosen,
+        unsupported_auth=section.unsupported_auth,
     )

@@ -22,13 +22,8 @@ import getpass
 import os
 import socket
 import sys
-import tempfile
 import time
-from collections.abc import Mapping
 from datetime import UTC, datetime
-from pathlib import Path
-
-import yaml
 
 from armada.cli.client import ApiError, ArmadaClient
 from armada.cli.commands import EXIT_OK, out, settings_from_args
@@ -36,11 +31,9 @@ from armada.cli.config import (
     ConfigError,
     Settings,
     config_file_path,
-    load_config_file,
     resolve_settings,
 )
-
-CONFIG_MODE = 0o600
+from armada.cli.contexts import ConfigFile, write_config
 
 
 def default_token_name(now: datetime) -> str:
@@ -49,34 +42,23 @@ def default_token_name(now: datetime) -> str:
     return f"armadactl on {socket.gethostname()[:40]} {when}"
 
 
-def write_config(path: Path, values: Mapping[str, str]) -> None:
-    """Replace the config file with ``values``, mode 0600, atomically (through a symlink
-    to the file it points at)."""
-    target = path.resolve() if path.is_symlink() else path
-    target.parent.mkdir(parents=True, exist_ok=True)
-    text = yaml.safe_dump(dict(values), sort_keys=False, default_flow_style=False)
-    fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.chmod(temporary, CONFIG_MODE)
-        os.replace(temporary, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-
-
-def _config(args: argparse.Namespace, *, missing_ok: bool) -> tuple[Path, dict[str, str]]:
+def _config(args: argparse.Namespace, *, missing_ok: bool) -> tuple[ConfigFile, str | None]:
+    """The config file and the context in use (None: the file's top level)."""
     path, required = config_file_path(getattr(args, "config", None), os.environ)
-    return path, load_config_file(path, required and not missing_ok)
+    config = ConfigFile.load(path, required and not missing_ok)
+    return config, config.chosen_context(getattr(args, "context", None), os.environ)
 
 
 def _settings(args: argparse.Namespace) -> Settings:
     """The connection settings, as every command resolves them; the config file may be
     missing (login creates it)."""
     flags = {key: getattr(args, key, None) for key in ("url", "username", "password", "token")}
-    return resolve_settings(flags, config_path=getattr(args, "config", None), missing_ok=True)
+    return resolve_settings(
+        flags,
+        config_path=getattr(args, "config", None),
+        context=getattr(args, "context", None),
+        missing_ok=True,
+    )
 
 
 def _ask(prompt: str) -> str:
@@ -118,7 +100,8 @@ def _revoke_current(url: str, token: str) -> str | None:
 
 def cmd_login(args: argparse.Namespace) -> int:
     settings = _settings(args)
-    path, stored = _config(args, missing_ok=True)
+    config, context = _config(args, missing_ok=True)
+    path, stored = config.path, config.values(context)
     username = settings.username
     if not username:
         if args.password_stdin:
@@ -135,13 +118,21 @@ def cmd_login(args: argparse.Namespace) -> int:
     )
     same_server = stored.get("url", settings.url).rstrip("/") == settings.url
     previous = stored.get("token") if same_server else None
-    values = {k: v for k, v in stored.items() if k not in ("password", "url", "username", "token")}
-    write_config(
-        path, {"url": settings.url, "username": username, "token": created["key"], **values}
-    )
+    updates = {"username": username, "token": created["key"]}
+    if context is None or stored.get("url", "").rstrip("/") != settings.url:
+        updates = {"url": settings.url, **updates}
+    remove = ("password", "url", "username", "token") if context is None else ("password",)
+    data = config.changed(context, {}, remove)
+    if context is None:
+        # Our own keys first, as they always were; the rest of the file after them.
+        data = {**updates, **data}
+    else:
+        data = ConfigFile(path, data).changed(context, updates)
+    write_config(path, data)
     expiry = f", expires {created['expiresAt']}" if created.get("expiresAt") else ""
     out(f"Logged in to {settings.url} as {username}: token {created['name']!r}{expiry}")
-    out(f"Stored in {path} (readable only by you); later commands use it.")
+    where = f"context {context} of {path}" if context else str(path)
+    out(f"Stored in {where} (readable only by you); later commands use it.")
     if previous and previous != created["key"]:
         with contextlib.suppress(ApiError):
             name = _revoke_current(settings.url, previous)
@@ -151,23 +142,26 @@ def cmd_login(args: argparse.Namespace) -> int:
 
 
 def cmd_logout(args: argparse.Namespace) -> int:
-    path, stored = _config(args, missing_ok=False)
-    token = stored.get("token")
+    config, context = _config(args, missing_ok=False)
+    path, stored = config.path, config.values(context)
+    own = config.context_section(context).values if context else stored
+    token = own.get("token")
+    where = f"context {context} of {path}" if context else str(path)
     if not token:
-        out(f"Not logged in: {path} holds no token.")
+        out(f"Not logged in: {where} holds no token.")
         return EXIT_OK
     url = settings_from_args(args).url
     try:
         name = _revoke_current(url, token)
     except ApiError as exc:
         raise ApiError(
-            f"{exc.message}; the token stays in {path} (run logout again, or delete it there)",
+            f"{exc.message}; the token stays in {where} (run logout again, or delete it there)",
             exc.errors,
             exc.status,
         ) from None
-    write_config(path, {k: v for k, v in stored.items() if k != "token"})
+    write_config(path, config.changed(context, {}, ("token",)))
     if name:
-        out(f"Logged out: token {name!r} revoked on {url} and removed from {path}.")
+        out(f"Logged out: token {name!r} revoked on {url} and removed from {where}.")
     else:
-        out(f"Logged out: {url} no longer knew the token; removed it from {path}.")
+        out(f"Logged out: {url} no longer knew the token; removed it from {where}.")
     return EXIT_OK

@@ -9,7 +9,11 @@ from __future__ import annotations
 import argparse
 
 from armada.cli.commands import PROG
-from armada.cli.parser_admin import add_executor_commands, add_session_commands
+from armada.cli.parser_admin import (
+    add_config_commands,
+    add_executor_commands,
+    add_session_commands,
+)
 from armada.cli.parser_common import (
     ArgumentParser,
     CommandTree,
@@ -103,10 +107,17 @@ def build_parser() -> ArgumentParser:
     tree.group("preempt", "Preempt running jobs.", dest="kind", metavar="KIND")
     tree.group("cancel", "Cancel jobs.", dest="kind", metavar="KIND")
     tree.group("reprioritize", "Change the priority of waiting jobs.", dest="kind", metavar="KIND")
+    tree.group(
+        "config",
+        "Work with the contexts of the config file (Armada's format).",
+        dest="action",
+        metavar="ACTION",
+    )
     add_queue_commands(tree)
     add_policy_commands(tree)
     add_job_commands(tree)
     add_executor_commands(tree)
     add_report_commands(tree)
     add_session_commands(tree)
+    add_config_commands(tree)
     return parser

@@ -1,9 +1,15 @@
 """``armadactl`` commands for operators and for the session: executors (get, cordon,
-uncordon), login and logout."""
+uncordon), login and logout, the config file's contexts, version."""
 
 from __future__ import annotations
 
 from armada.cli.commands import cmd_cordon_executor, cmd_get_executor, cmd_get_executors
+from armada.cli.config_commands import (
+    cmd_current_context,
+    cmd_get_contexts,
+    cmd_use_context,
+    cmd_version,
+)
 from armada.cli.login import cmd_login, cmd_logout
 from armada.cli.parser_common import CommandTree, add_output_option
 
@@ -49,3 +55,21 @@ def add_session_commands(tree: CommandTree) -> None:
         None, "logout", "Revoke the stored token and remove it from the config file."
     )
     logout.set_defaults(handler=cmd_logout)
+
+
+def add_config_commands(tree: CommandTree) -> None:
+    """``config use-context | get-contexts | current-context`` and ``version``."""
+    use = tree.leaf(
+        "config",
+        "use-context",
+        "Make a context of the config file the one used when --context is not given "
+        "(sets its currentContext).",
+    )
+    use.add_argument("name", metavar="CONTEXT")
+    use.set_defaults(handler=cmd_use_context)
+    get = tree.leaf("config", "get-contexts", "List the contexts of the config file.")
+    get.set_defaults(handler=cmd_get_contexts)
+    current = tree.leaf("config", "current-context", "Show the context in use.")
+    current.set_defaults(handler=cmd_current_context)
+    version = tree.leaf(None, "version", "Show the version of armadactl.")
+    version.set_defaults(handler=cmd_version)

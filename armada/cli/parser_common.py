@@ -72,12 +72,25 @@ def add_global_options(parser: argparse.ArgumentParser, *, suppress: bool) -> No
     given before the command is not overwritten by the subcommand's default."""
     default: Any = argparse.SUPPRESS if suppress else None
     group = parser.add_argument_group("connection options")
-    group.add_argument("--url", default=default, help="server URL (default http://127.0.0.1:8000)")
+    group.add_argument(
+        "--url",
+        "--armadaUrl",
+        dest="url",
+        default=default,
+        help="server URL (default http://127.0.0.1:8000)",
+    )
     group.add_argument("--username", default=default, help="user for HTTP basic auth")
     group.add_argument("--password", default=default, help="password for HTTP basic auth")
     group.add_argument("--token", default=default, help="API token (Authorization: Token ...)")
     group.add_argument(
         "--config", default=default, metavar="PATH", help="config file (default ~/.armadactl.yaml)"
+    )
+    group.add_argument(
+        "-c",
+        "--context",
+        default=default,
+        metavar="NAME",
+        help="the config file's context to use (default: its currentContext)",
     )
 
 

@@ -1,0 +1,117 @@
+"""The HTTP plumbing of armadactl's client: the session with its credentials, one request
+with its errors turned into ``ApiError``, and reading JSON answers."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import requests
+
+from armada.cli.config import Settings
+from armada.cli.errors import ApiError, error_from_body
+
+CONNECT_TIMEOUT = 10.0
+READ_TIMEOUT = 60.0
+USER_AGENT = "armadactl/0.1"
+
+
+class HttpClient:
+    """Requests to ``settings.url``/api/v1 with the configured credentials."""
+
+    def __init__(self, settings: Settings, *, session: requests.Session | None = None) -> None:
+        self.settings = settings
+        self.base_url = settings.url.rstrip("/")
+        self.session = session or requests.Session()
+        self.session.headers["User-Agent"] = USER_AGENT
+        self.session.headers["Accept"] = "application/json"
+        kind = settings.auth_kind
+        if kind == "token":
+            self.session.headers["Authorization"] = f"Token {settings.token}"
+        elif kind == "basic":
+            self.session.auth = (settings.username or "", settings.password or "")
+
+    # -- plumbing ---------------------------------------------------------------------
+
+    def _url(self, path: str) -> str:
+        return f"{self.base_url}/api/v1/{path.lstrip('/')}"
+
+    def _connection_error(self, exc: Exception) -> ApiError:
+        text = str(exc)
+        if isinstance(exc, requests.exceptions.Timeout):
+            return ApiError(f"timed out talking to the Armada server at {self.base_url}")
+        if "Connection refused" in text or "Errno 111" in text:
+            why = "connection refused"
+        elif "Name or service not known" in text or "nodename nor servname" in text:
+            why = "unknown host"
+        else:
+            why = "connection failed"
+        return ApiError(
+            f"cannot reach the Armada server at {self.base_url} ({why}); "
+            "is it running? Set --url or ARMADA_URL"
+        )
+
+    def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        params: Mapping[str, str] | None = None,
+        stream: bool = False,
+        timeout: float = READ_TIMEOUT,
+    ) -> requests.Response:
+        try:
+            response = self.session.request(
+                method,
+                self._url(path),
+                json=body,
+                params=params,
+                stream=stream,
+                timeout=(CONNECT_TIMEOUT, timeout),
+            )
+        except requests.exceptions.RequestException as exc:
+            raise self._connection_error(exc) from None
+        if response.status_code >= 400:
+            try:
+                content = response.content
+            except requests.exceptions.RequestException:
+                content = b""
+            finally:
+                response.close()
+            error = error_from_body(response.status_code, response.reason or "", content)
+            if response.status_code == 401 and self.settings.auth_kind == "none":
+                error.message += self._login_hint()
+            raise error
+        return response
+
+    def _json(self, response: requests.Response) -> Any:
+        try:
+            return response.json()
+        except ValueError:
+            raise ApiError(
+                f"the server at {self.base_url} answered HTTP {response.status_code} "
+                "with a body that is not JSON"
+            ) from None
+
+    def _object(self, response: requests.Response, what: str) -> dict[str, Any]:
+        data = self._json(response)
+        if not isinstance(data, dict):
+            raise ApiError(f"the server's {what} is not a JSON object")
+        return data
+
+    def _list(self, response: requests.Response, what: str) -> list[dict[str, Any]]:
+        data = self._json(response)
+        if not isinstance(data, list):
+            raise ApiError(f"the server's {what} is not a JSON list")
+        return data
+
+    def _login_hint(self) -> str:
+        unsupported = self.settings.unsupported_auth
+        if unsupported:
+            where = f"context {self.settings.context}" if self.settings.context else "config file"
+            return (
+                f" (the {where} signs in with {unsupported}, which this armadactl does not "
+                "use: run `armadactl login`, or give basicAuth or a token)"
+            )
+        return " (run `armadactl login`, or set ARMADA_TOKEN)"
