@@ -15,6 +15,7 @@ policy to a queue is a queue update and needs what ``queue_update`` needs.
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime
 from typing import Any
 
@@ -25,9 +26,16 @@ from armada.core.policy import API_VERSION, KIND, parse_policy, policy_document
 from armada.core.policy import RetryPolicy as PolicySpec
 from armada.models import Queue, RetryPolicy, RetryPolicyVersion
 from armada.services.authz import has_global, require_global
-from armada.services.errors import Conflict, NotFound, PermissionDenied
+from armada.services.errors import (
+    AlreadyExists,
+    FailedPrecondition,
+    NotFound,
+    PermissionDenied,
+)
 from armada.services.locking import lock
 from armada.services.queues import queue_update
+
+log = logging.getLogger(__name__)
 
 READ_PERMISSIONS = (
     "view_retrypolicy",
@@ -71,14 +79,29 @@ def policy_spec(row: RetryPolicy) -> PolicySpec:
 
 
 def policy_as_document(row: RetryPolicy) -> dict[str, Any]:
-    """The file form of a stored policy, with its version and who changed it last."""
-    return {
+    """The file form of a stored policy, with its version and who changed it last, and, on
+    a policy just saved or checked, the warnings of its parse (``warnings``: field and
+    message each, as errors are shown; left out when there are none)."""
+    document = {
         **policy_document(policy_spec(row)),
         "version": row.version,
         "createdAt": row.created_at.isoformat(),
         "updatedAt": row.updated_at.isoformat(),
         "updatedBy": row.updated_by,
     }
+    warnings = getattr(row, "warnings", ())
+    if warnings:
+        document["warnings"] = [{"field": w.field, "message": w.message} for w in warnings]
+    return document
+
+
+def _with_warnings(row: RetryPolicy, spec: PolicySpec) -> RetryPolicy:
+    """``row`` carrying the warnings of the parse that produced it (``row.warnings``), each
+    also logged: the caller shows them (REST) or cannot (Armada's wire API answers Empty)."""
+    row.warnings = spec.warnings
+    for warning in spec.warnings:
+        log.warning("retry policy %r saved with a warning: %s", row.name, warning)
+    return row
 
 
 def policy_file(row: RetryPolicy) -> dict[str, Any]:
@@ -158,11 +181,11 @@ def policy_create(*, actor: Any, data: Any, now: datetime) -> RetryPolicy:
                 updated_by=actor.get_username(),
             )
             _record_version(row, spec)
-            return row
     except IntegrityError:
-        raise Conflict(
+        raise AlreadyExists(
             f"retry policy {spec.name!r} already exists; use update to change it"
         ) from None
+    return _with_warnings(row, spec)
 
 
 def policy_update(
@@ -177,8 +200,8 @@ def policy_update(
     is added to the history.
 
     ``expected_version`` is the version the caller's edit started from: when the policy has
-    moved on since (someone else saved meanwhile), the update is refused with Conflict
-    instead of silently overwriting their change.
+    moved on since (someone else saved meanwhile), the update is refused with
+    FailedPrecondition instead of silently overwriting their change.
     """
     require_global(actor, "update_retry_policy", "update retry policies")
     spec = policy_validate(data=data, name=name)
@@ -187,7 +210,7 @@ def policy_update(
         if row is None:
             raise NotFound(f"retry policy {name!r} does not exist")
         if expected_version is not None and row.version != expected_version:
-            raise Conflict(
+            raise FailedPrecondition(
                 f"retry policy {name!r} was changed by {row.updated_by or 'someone'} "
                 f"(now version {row.version}) after you started editing version "
                 f"{expected_version}; review their change and save again"
@@ -199,7 +222,7 @@ def policy_update(
         row.updated_by = actor.get_username()
         row.save()
         _record_version(row, spec)
-        return row
+    return _with_warnings(row, spec)
 
 
 def policy_versions(*, policy: RetryPolicy) -> list[RetryPolicyVersion]:
@@ -254,7 +277,8 @@ def policy_detach(*, actor: Any, name: str, queue: str, now: datetime) -> Queue:
 
 
 def policy_delete(*, actor: Any, name: str) -> None:
-    """Delete a policy; refused (409) while any queue names it. Its history is kept."""
+    """Delete a policy; refused (FailedPrecondition, 409) while any queue names it. Its
+    history is kept."""
     require_global(actor, "delete_retry_policy", "delete retry policies")
     with transaction.atomic():
         row = lock(RetryPolicy.objects.filter(name=name)).first()
@@ -262,7 +286,7 @@ def policy_delete(*, actor: Any, name: str) -> None:
             raise NotFound(f"retry policy {name!r} does not exist")
         users = queues_using(name)
         if users:
-            raise Conflict(
+            raise FailedPrecondition(
                 f"retry policy {name!r} is used by queue(s) {', '.join(users)}; detach it first"
             )
         row.delete()

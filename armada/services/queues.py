@@ -12,7 +12,7 @@ from armada.core.queues import parse_queue
 from armada.core.states import JobState
 from armada.models import Job, Queue, RetryPolicy
 from armada.services.authz import require_global
-from armada.services.errors import Conflict, NotFound
+from armada.services.errors import AlreadyExists, FailedPrecondition, NotFound
 from armada.services.locking import lock
 
 
@@ -25,6 +25,12 @@ def queue_get(*, name: str) -> Queue:
 
 def queue_list() -> list[Queue]:
     return list(Queue.objects.order_by("name"))
+
+
+def queue_page(*, after: str = "", limit: int) -> list[Queue]:
+    """At most ``limit`` queues whose names sort after ``after``, in name order (a keyset
+    page: a long listing reads one page at a time)."""
+    return list(Queue.objects.filter(name__gt=after).order_by("name")[:limit])
 
 
 def _check_policies(names: list[str]) -> None:
@@ -52,7 +58,7 @@ def queue_create(*, actor: Any, data: Any, now: datetime) -> Queue:
             _check_policies(fields.get("retry_policies", []))
             return Queue.objects.create(**fields, created_at=now, updated_at=now)
     except IntegrityError:
-        raise Conflict(f"queue {fields['name']!r} already exists") from None
+        raise AlreadyExists(f"queue {fields['name']!r} already exists") from None
 
 
 def queue_update(*, actor: Any, name: str, data: Any, now: datetime) -> Queue:
@@ -85,7 +91,8 @@ def queue_set_cordoned(*, actor: Any, name: str, cordoned: bool, now: datetime) 
 
 
 def queue_delete(*, actor: Any, name: str) -> None:
-    """Delete a queue; refused (409) while it has jobs that have not finished."""
+    """Delete a queue; refused (FailedPrecondition, 409) while it has jobs that have not
+    finished."""
     require_global(actor, "delete_queue", "delete queues")
     with transaction.atomic():
         queue = Queue.objects.select_for_update().filter(name=name).first()
@@ -97,6 +104,8 @@ def queue_delete(*, actor: Any, name: str) -> None:
             .count()
         )
         if live:
-            raise Conflict(f"queue {name!r} has {live} unfinished job(s); cancel them first")
+            raise FailedPrecondition(
+                f"queue {name!r} has {live} unfinished job(s); cancel them first"
+            )
         Job.objects.filter(queue=queue).delete()
         queue.delete()

@@ -125,4 +125,6 @@ def load_operations() -> dict[str, Operation]:
 OPERATION_MODULES = [
     "armada.wire.health_ops",
     "armada.wire.event_ops",
+    "armada.wire.queue_ops",
+    "armada.wire.policy_ops",
 ]
