@@ -1,7 +1,10 @@
-"""``manage.py runall``: the whole system on one machine (web, scheduler, beat, executors).
+"""``manage.py runall``: the whole system on one machine (web, grpc, scheduler, beat,
+executors).
 
 Migrates, creates the local admin user, collects static files, then starts and supervises:
 - web: uvicorn serving ``armada.asgi`` (REST API, admin, Lookout, metrics, event streams);
+- grpc: Armada's public gRPC API (``armada.grpcserver``) on ``--host`` at ``--grpc-port``
+  (default ``grpc.port`` of the configuration, 50051), or at ``ARMADA_GRPC_ADDR``;
 - scheduler: a Celery worker on queue ``scheduler``;
 - beat: Celery beat alone, sending cycles and executor ticks under the ``beat`` lease;
 - one Celery worker per configured executor on queue ``executor.<id>``.
@@ -24,6 +27,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
 
 from armada.celery import executor_queue
+from armada.grpcserver import grpc_command, join_address
 from armada.supervisor import RestartPolicy, Supervisor
 from armada.webserver import WEB_COMMAND
 
@@ -67,11 +71,18 @@ def celery_beat_command() -> list[str]:
 
 
 class Command(BaseCommand):
-    help = "Run web, scheduler, beat and every configured executor, restarting what dies."
+    help = "Run web, grpc, scheduler, beat and every configured executor, restarting what dies."
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--host", default=os.environ.get("ARMADA_HOST", "127.0.0.1"))
         parser.add_argument("--port", type=int, default=int(os.environ.get("ARMADA_PORT", "8000")))
+        parser.add_argument(
+            "--grpc-port",
+            type=int,
+            default=None,
+            help="port of Armada's gRPC API (default: grpc.port of the configuration; "
+            "ARMADA_GRPC_ADDR=host:port overrides both)",
+        )
         parser.add_argument("--no-admin", action="store_true", help="do not create the admin user")
         parser.add_argument(
             "--max-restarts",
@@ -91,6 +102,7 @@ class Command(BaseCommand):
         *args,
         host: str,
         port: int,
+        grpc_port: int | None,
         no_admin: bool,
         max_restarts: int,
         restart_window: float,
@@ -100,6 +112,11 @@ class Command(BaseCommand):
             raise CommandError("--max-restarts: must be 0 or more")
         if restart_window <= 0:
             raise CommandError("--restart-window: must be more than 0 seconds")
+        if grpc_port is not None and not 0 < grpc_port < 65536:
+            raise CommandError("--grpc-port: must be a port number (1 to 65535)")
+        grpc_address = os.environ.get("ARMADA_GRPC_ADDR", "").strip() or join_address(
+            host, grpc_port or settings.ARMADA.grpc.port
+        )
         call_command("migrate", interactive=False, verbosity=0)
         call_command("collectstatic", interactive=False, verbosity=0)
         call_command("seed_permissions", verbosity=0)
@@ -116,6 +133,7 @@ class Command(BaseCommand):
                 str(port),
                 "--no-access-log",
             ],
+            "grpc": grpc_command(grpc_address),
             "scheduler": celery_worker_command("scheduler", "scheduler"),
             "beat": celery_beat_command(),
         }
@@ -128,7 +146,8 @@ class Command(BaseCommand):
         def announce() -> None:
             self.stdout.write(
                 self.style.SUCCESS(
-                    f"Armada is up at {url}  (API docs {url}api/v1/docs, admin {url}admin/)"
+                    f"Armada is up at {url}  (API docs {url}api/v1/docs, admin {url}admin/)\n"
+                    f"Armada's gRPC API at {grpc_address}, its REST gateway at {url}v1/"
                 )
             )
             self.stdout.flush()
