@@ -10,7 +10,7 @@ from armada.core.policy import MAX_RETRY_LIMIT
 from armada.core.quantity import Resources
 from armada.core.queues import SUBJECT_KINDS, VERBS
 from armada.core.states import JobState
-from armada.core.submission import MAX_JOB_SET_LENGTH, MAX_PRIORITY
+from armada.core.submission import MAX_CLIENT_ID_LENGTH, MAX_JOB_SET_LENGTH, MAX_PRIORITY
 from armada.models import Job, Queue, Run
 
 # The input serializers below only document the bodies (validation is the core's); their
@@ -99,6 +99,13 @@ class JobItemSerializer(serializers.Serializer):
     namespace = _label(required=False)
     annotations = serializers.DictField(child=serializers.CharField(), required=False)
     labels = serializers.DictField(child=serializers.CharField(), required=False)
+    clientId = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=MAX_CLIENT_ID_LENGTH,
+        help_text="deduplication key: a submit whose job has the clientId of a job already in "
+        "the queue and job set creates nothing for it and answers with that job's id",
+    )
     podSpec = PodSpecSerializer()
 
 
@@ -153,6 +160,9 @@ class RunSerializer(serializers.ModelSerializer):
 
 class JobSerializer(serializers.ModelSerializer):
     jobSetId = serializers.CharField(source="job_set")
+    clientId = serializers.CharField(
+        source="client_id", help_text="the deduplication key it was submitted with, or empty"
+    )
     priorityClass = serializers.CharField(source="priority_class")
     podSpec = serializers.JSONField(source="pod_spec")
     requests = serializers.SerializerMethodField()
@@ -173,6 +183,7 @@ class JobSerializer(serializers.ModelSerializer):
             "id",
             "queue",
             "jobSetId",
+            "clientId",
             "owner",
             "namespace",
             "priority",

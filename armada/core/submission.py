@@ -4,6 +4,8 @@
 (``jobs[2].podSpec.containers[0].resources``); it returns nothing half-checked, so the
 service can write all the jobs of a file or none of them. Annotation and label keys, label
 values and the size of a job's annotations follow Kubernetes' rules (``core.labels``).
+A job's ``clientId`` (Armada's deduplication key, at most 100 characters) is unique within a
+file: two jobs of one file with the same clientId are refused.
 """
 
 from __future__ import annotations
@@ -26,8 +28,10 @@ GANG_CARDINALITY = ANNOTATION_PREFIX + "gangCardinality"
 GANG_UNIFORMITY_LABEL = ANNOTATION_PREFIX + "gangNodeUniformityLabel"
 
 FILE_KEYS = {"queue", "jobSetId", "jobs"}
-JOB_KEYS = {"priority", "namespace", "annotations", "labels", "podSpec"}
+JOB_KEYS = {"priority", "namespace", "annotations", "labels", "podSpec", "clientId"}
 MAX_JOB_SET_LENGTH = 1024
+# Armada's bound on a clientId (its deduplication key).
+MAX_CLIENT_ID_LENGTH = 100
 MAX_PRIORITY = 2**32 - 1
 # A gang this large could never be scheduled; the bound also keeps it inside a 32-bit column.
 MAX_GANG_CARDINALITY = 2**31 - 1
@@ -49,6 +53,8 @@ class JobSpec:
     gang_uniformity_label: str = ""
     fail_fast: bool = False
     labels: dict[str, str] = field(default_factory=dict)
+    # The submitter's deduplication key; "" when none was given.
+    client_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -209,6 +215,16 @@ def _parse_job(
         or len(namespace) > 63
     ):
         errors.append(FieldError(f"{where}.namespace", "must be a lower-case RFC 1123 label"))
+    client_id = job.get("clientId", "")
+    if client_id is None:
+        client_id = ""
+    if not isinstance(client_id, str) or len(client_id) > MAX_CLIENT_ID_LENGTH:
+        errors.append(
+            FieldError(
+                f"{where}.clientId", f"must be text of at most {MAX_CLIENT_ID_LENGTH} characters"
+            )
+        )
+        client_id = ""
     annotations = _str_map(job.get("annotations"), f"{where}.annotations", errors)
     errors.extend(annotation_problems(annotations, f"{where}.annotations"))
     labels = _str_map(job.get("labels"), f"{where}.labels", errors)
@@ -287,6 +303,7 @@ def _parse_job(
         gang_cardinality=cardinality,
         gang_uniformity_label=annotations.get(GANG_UNIFORMITY_LABEL, ""),
         fail_fast=fail_fast == "true" or cardinality > 1,
+        client_id=client_id,
     )
 
 
@@ -325,10 +342,21 @@ def parse_job_file(
             )
         )
     else:
+        first_with: dict[str, int] = {}  # clientId -> the first job that gives it
         for i, job in enumerate(jobs):
             spec = _parse_job(job, f"jobs[{i}]", priority_classes, default_priority_class, errors)
             if spec is not None:
                 specs.append(spec)
+                if spec.client_id and spec.client_id in first_with:
+                    errors.append(
+                        FieldError(
+                            f"jobs[{i}].clientId",
+                            f"jobs[{first_with[spec.client_id]}] has the same clientId; a "
+                            "clientId names one job of a job set",
+                        )
+                    )
+                elif spec.client_id:
+                    first_with[spec.client_id] = i
     if errors:
         raise ValidationFailed(errors)
     return JobFile(queue=queue, job_set=job_set, jobs=specs)  # type: ignore[arg-type]

@@ -26,6 +26,9 @@ class Job(models.Model):
         related_name="jobs",
     )
     job_set = models.CharField(max_length=1024)
+    # The submitter's deduplication key (Armada's clientId): at most one job per key in a
+    # queue and job set; "" when none was given (see services.submit).
+    client_id = models.CharField(max_length=100, blank=True, default="")
     owner = models.CharField(max_length=150)
     namespace = models.CharField(max_length=63, default="default")
     priority = models.PositiveBigIntegerField(default=0)
@@ -51,6 +54,15 @@ class Job(models.Model):
 
     class Meta:
         ordering = ["id"]
+        constraints = [
+            # Two submits of the same clientId cannot both insert, however they interleave:
+            # the second waits for the first and then fails, and looks the job up instead.
+            models.UniqueConstraint(
+                fields=["queue", "job_set", "client_id"],
+                condition=~models.Q(client_id=""),
+                name="job_client_id_uniq",
+            ),
+        ]
         indexes = [
             models.Index(fields=["queue", "job_set", "id"], name="job_jobset_idx"),
             models.Index(fields=["state", "id"], name="job_state_idx"),
