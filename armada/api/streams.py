@@ -11,10 +11,8 @@
   at the latest every ``POLL_SECONDS`` (the only mechanism without ``REDIS_URL``). A blank line (an SSE comment) is sent every
   ``KEEPALIVE_SECONDS`` so that proxies keep the connection.
 This is an async view: under ASGI a watcher holds no worker thread while it waits, and it
-holds no database connection either: each read borrows a connection from the process's pool
-and gives it back before the stream waits (``_read``), so a thousand watchers cost the pool
-no more than the few reads that run at the same moment. A read that finds its connection
-dead (the database restarted, say) is tried once more on a fresh one.
+holds no database connection either: the reading, waiting and waking are
+``api.event_follow``'s, shared with Armada's ``GetJobSetEvents``.
 
 After its first read, and after each read that sent events and found no more, a watch sends
 a blank line (an SSE comment): the server's word that the client now holds every event committed so far.
@@ -24,10 +22,11 @@ line, never merely because its read buffer ran dry.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 from asgiref.sync import sync_to_async
 from django.db import connection
@@ -36,13 +35,13 @@ from rest_framework import exceptions
 from rest_framework.request import Request
 from rest_framework.settings import api_settings
 
-from armada.api import wakeups
 from armada.api.bodies import check_path_values
+from armada.api.event_follow import follow
 from armada.core.errors import ValidationFailed
-from armada.models import Queue
+from armada.models import Event, Queue
 from armada.services.authz import can_on_queue
-from armada.services.dbfaults import DATABASE_ERRORS, read_again_if_lost
-from armada.services.events import event_as_dict, events_for_job_set
+from armada.services.dbfaults import DATABASE_ERRORS
+from armada.services.events import event_as_dict
 
 log = logging.getLogger(__name__)
 
@@ -52,22 +51,11 @@ POLL_SECONDS = 0.25
 # second for nothing.
 POLL_SECONDS_WITH_WAKEUPS = 5.0
 KEEPALIVE_SECONDS = 15.0
-BATCH = 500
 
 
-def _read(queue: str, job_set: str, after: int) -> list[tuple[int, str, str]]:
-    """The next events after ``after`` as ``(id, type, JSON)``, on a pooled connection that
-    is handed back before returning (see the module docstring); read once more when the
-    connection turns out to be dead."""
-
-    def read() -> list[tuple[int, str, str]]:
-        events = events_for_job_set(queue=queue, job_set=job_set, after=after, limit=BATCH)
-        return [(e.id, e.type, json.dumps(event_as_dict(e), separators=(",", ":"))) for e in events]
-
-    try:
-        return read_again_if_lost(read, "an event stream's read")
-    finally:
-        connection.close()
+def _as_json(events: Sequence[Event]) -> list[tuple[int, str, str]]:
+    """Events as ``(id, type, JSON)``, converted while the read still has its connection."""
+    return [(e.id, e.type, json.dumps(event_as_dict(e), separators=(",", ":"))) for e in events]
 
 
 def _authorize_and_release(request: HttpRequest, queue_name: str) -> JsonResponse | None:
@@ -124,8 +112,8 @@ async def job_set_events(request: HttpRequest, queue: str, job_set: str) -> Http
     except ValidationFailed as exc:  # the database cannot even look such a name up
         errors = [{"field": e.field, "message": e.message} for e in exc.errors]
         return JsonResponse({"message": f"invalid request: {exc}", "errors": errors}, status=400)
-    # Not thread-sensitive: these reads run on the loop's shared executor instead of a thread
-    # kept for each open stream, and each gives its connection back (``_read``).
+    # Not thread-sensitive: this read runs on the loop's shared executor instead of a thread
+    # kept for each open stream, and gives its connection back, as the stream's reads do.
     try:
         denied = await sync_to_async(_authorize_and_release, thread_sensitive=False)(request, queue)
     except DATABASE_ERRORS:
@@ -138,39 +126,33 @@ async def job_set_events(request: HttpRequest, queue: str, job_set: str) -> Http
         return _error(400, "invalid request: from: must be a non-negative event id")
     watch = request.GET.get("watch", "false").lower() in ("1", "true", "yes")
     sse = "text/event-stream" in request.headers.get("Accept", "")
-    load = sync_to_async(_read, thread_sensitive=False)
     drained_mark = ":\n\n" if sse else "\n"
+    batches = follow(
+        queue,
+        job_set,
+        after=after,
+        watch=watch,
+        convert=_as_json,
+        poll_seconds=POLL_SECONDS,
+        live_poll_seconds=POLL_SECONDS_WITH_WAKEUPS,
+    )
 
     async def stream() -> AsyncIterator[str]:
-        cursor = after
-        quiet = 0.0
         first = True
-        waiter = await wakeups.register(queue, job_set) if watch else None
-        try:
-            while True:
-                if waiter is not None:
-                    waiter.clear()  # a wake-up during the read below is kept for the wait
-                events = await load(queue, job_set, cursor)
-                for event_id, kind, body in events:
-                    cursor = event_id
+        last_line = time.monotonic()
+        async with contextlib.aclosing(batches):
+            async for batch in batches:
+                for event_id, kind, body in batch.items:
                     yield f"id: {event_id}\nevent: {kind}\ndata: {body}\n\n" if sse else body + "\n"
-                if len(events) == BATCH:
+                if not (watch and batch.caught_up):
                     continue
-                if waiter is None:
-                    return
-                if events or first:
-                    quiet = 0.0
+                if batch.items or first:
                     yield drained_mark
-                first = False
-                started = time.monotonic()
-                await waiter.wait(POLL_SECONDS_WITH_WAKEUPS if waiter.live else POLL_SECONDS)
-                quiet += time.monotonic() - started
-                if quiet >= KEEPALIVE_SECONDS:
-                    quiet = 0.0
+                    last_line = time.monotonic()
+                elif time.monotonic() - last_line >= KEEPALIVE_SECONDS:
                     yield ":\n\n" if sse else "\n"
-        finally:
-            if waiter is not None:
-                waiter.close()
+                    last_line = time.monotonic()
+                first = False
 
     response = StreamingHttpResponse(
         stream(), content_type="text/event-stream" if sse else "application/x-ndjson"

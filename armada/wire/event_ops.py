@@ -1,0 +1,131 @@
+"""Armada's Event service: ``GetJobSetEvents`` and ``Watch``, the events of one job set as
+``api.EventStreamMessage`` (``wire.event_messages``).
+
+As Armada's event server does:
+- the queue must exist (NOT_FOUND) and the caller must have ``watch`` on it, or the global
+  ``watch_all_events`` (PERMISSION_DENIED), checked in that order;
+- ``errorIfMissing``: NOT_FOUND when the job set has no event at all (a job set exists once
+  something was submitted to it); checked after the permission, so that it tells nothing to
+  a caller who may not watch the queue. ``Watch`` always sets it;
+- ``from_message_id`` is exclusive: the events after that id follow, so a client that
+  reconnects with the last id it saw gets neither a gap nor a duplicate; empty means from
+  the start. Our ids are whole numbers; anything else is INVALID_ARGUMENT;
+- without ``watch`` the stream ends once it has sent every event that exists; with it, it
+  follows new events until the client goes away.
+
+The stream holds no database connection while it waits, and is woken by the same Redis
+wake-ups as our REST stream (``api.event_follow``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+from armada_client.armada import event_pb2
+from asgiref.sync import sync_to_async
+from django.db import connection
+
+from armada.api import streams
+from armada.api.event_follow import follow
+from armada.models import Event, Queue
+from armada.services.authz import require_queue_verb
+from armada.services.errors import NotFound, ValidationFailed
+from armada.wire.event_messages import event_messages
+from armada.wire.registry import Call, stream
+
+
+@stream("api.Event/GetJobSetEvents")
+async def get_job_set_events(
+    call: Call, request: event_pb2.JobSetRequest
+) -> AsyncIterator[event_pb2.EventStreamMessage]:
+    async for message in _job_set_events(
+        call,
+        queue=request.queue,
+        job_set=request.id,
+        after=_cursor(request.from_message_id, "fromMessageId"),
+        watch=request.watch,
+        error_if_missing=request.errorIfMissing,
+        job_set_field="id",
+    ):
+        yield message
+
+
+@stream("api.Event/Watch")
+async def watch(
+    call: Call, request: event_pb2.WatchRequest
+) -> AsyncIterator[event_pb2.EventStreamMessage]:
+    """Armada's older form of a watching ``GetJobSetEvents`` (with ``errorIfMissing``)."""
+    async for message in _job_set_events(
+        call,
+        queue=request.queue,
+        job_set=request.job_set_id,
+        after=_cursor(request.from_id, "fromId"),
+        watch=True,
+        error_if_missing=True,
+        job_set_field="jobSetId",
+    ):
+        yield message
+
+
+def _cursor(raw: str, field: str) -> int:
+    """The event id to start after: empty for the start, else a whole number."""
+    text = raw.strip()
+    if not text:
+        return 0
+    if not text.isascii() or not text.isdigit():
+        raise ValidationFailed.one(
+            field, "must be the id of an event of this stream (a whole number), or empty"
+        )
+    return int(text)
+
+
+async def _job_set_events(
+    call: Call,
+    *,
+    queue: str,
+    job_set: str,
+    after: int,
+    watch: bool,
+    error_if_missing: bool,
+    job_set_field: str,
+) -> AsyncIterator[event_pb2.EventStreamMessage]:
+    if not queue:
+        raise ValidationFailed.one("queue", "must name a queue")
+    if not job_set:
+        raise ValidationFailed.one(job_set_field, "must name a job set")
+    await sync_to_async(_check_and_release, thread_sensitive=False)(
+        call.actor, queue, job_set, error_if_missing
+    )
+    # The REST stream's poll intervals, read now so that both kinds of stream keep one set.
+    batches = follow(
+        queue,
+        job_set,
+        after=after,
+        watch=watch,
+        convert=event_messages,
+        poll_seconds=streams.POLL_SECONDS,
+        live_poll_seconds=streams.POLL_SECONDS_WITH_WAKEUPS,
+    )
+    async with contextlib.aclosing(batches):
+        async for batch in batches:
+            for message in batch.items:
+                yield message
+
+
+def _check_and_release(actor: Any, queue: str, job_set: str, error_if_missing: bool) -> None:
+    try:
+        _check(actor, queue, job_set, error_if_missing)
+    finally:
+        connection.close()
+
+
+def _check(actor: Any, queue: str, job_set: str, error_if_missing: bool) -> None:
+    """The queue exists, the caller may watch it, and (when asked) the job set has events."""
+    row = Queue.objects.filter(name=queue).first()
+    if row is None:
+        raise NotFound(f"queue {queue!r} does not exist")
+    require_queue_verb(actor, row, "watch")
+    if error_if_missing and not Event.objects.filter(queue=queue, job_set=job_set).exists():
+        raise NotFound(f"job set {job_set!r} of queue {queue!r} does not exist (it has no events)")
