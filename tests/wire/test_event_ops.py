@@ -301,3 +301,56 @@ def test_parallel_writers_and_many_watchers_each_get_every_event_once_in_order(q
     assert len(stored) == total
     for seen in results:
         assert seen == stored  # every event, once, in order
+
+
+def test_the_official_client_follows_a_job_set_through_a_real_server(queue, owner, outsider):
+    """``armada_client``'s own event stream (it always sends errorIfMissing) over gRPC."""
+    import grpc
+    from armada_client.armada import event_pb2_grpc
+    from armada_client.client import ArmadaClient
+
+    from tests.e2e.conftest import authenticated_channel
+    from tests.wire.test_server import InProcessServer, basic
+
+    ids = job_submit(actor=owner, data=job_file(), now=T0)
+    server = InProcessServer()
+    channel = authenticated_channel(
+        server.target, dict(basic("olive", "olive-password"))["authorization"]
+    )
+    try:
+        client = ArmadaClient(channel)
+        stream = client.get_job_events_stream("demo", "set-1")
+        first = [client.unmarshal_event_response(next(stream)) for _ in range(2)]
+        assert [(e.type.value, e.message.job_id) for e in first] == [
+            ("submitted", ids[0]),
+            ("queued", ids[0]),
+        ]
+        more = job_submit(actor=owner, data=job_file(), now=T0)
+        following = [client.unmarshal_event_response(next(stream)) for _ in range(2)]
+        assert [(e.type.value, e.message.job_id) for e in following] == [
+            ("submitted", more[0]),
+            ("queued", more[0]),
+        ]
+        assert [e.id for e in first + following] == stored_ids()
+        stream.cancel()
+
+        stub = event_pb2_grpc.EventStub(channel)
+        missing = event_pb2.JobSetRequest(queue="demo", id="nothing", errorIfMissing=True)
+        with pytest.raises(grpc.RpcError) as raised:
+            list(stub.GetJobSetEvents(missing, timeout=30))
+        assert raised.value.code() == grpc.StatusCode.NOT_FOUND
+        bad_cursor = event_pb2.JobSetRequest(queue="demo", id="set-1", from_message_id="x")
+        with pytest.raises(grpc.RpcError) as raised:
+            list(stub.GetJobSetEvents(bad_cursor, timeout=30))
+        assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "fromMessageId" in raised.value.details()
+        otto = authenticated_channel(
+            server.target, dict(basic("otto", "otto-password"))["authorization"]
+        )
+        with pytest.raises(grpc.RpcError) as raised:
+            list(event_pb2_grpc.EventStub(otto).GetJobSetEvents(request(), timeout=30))
+        assert raised.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        otto.close()
+    finally:
+        channel.close()
+        server.close()
