@@ -5,6 +5,7 @@ from armada.api import (
     executor_views,
     job_views,
     node_views,
+    node_views,
     policy_views,
     queue_action_views,
     queue_views,
@@ -56,6 +57,16 @@ urlpatterns = [
         "executors/<str:executor_id>/uncordon",
         executor_views.ExecutorCordonView.as_view(cordoned=False),
         name="executor-uncordon",
+    ),
+    path(
+        "executors/<str:executor>/nodes/<str:node>/cancel",
+        node_views.NodeCancelView.as_view(),
+        name="node-cancel",
+    ),
+    path(
+        "executors/<str:executor>/nodes/<str:node>/preempt",
+        node_views.NodePreemptView.as_view(),
+        name="node-preempt",
     ),
     path(
         "executors/<str:executor>/nodes/<str:node>/cancel",
