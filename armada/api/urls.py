@@ -5,9 +5,7 @@ from armada.api import (
     executor_views,
     job_views,
     node_views,
-    node_views,
     policy_views,
-    queue_action_views,
     queue_views,
     streams,
     token_views,
@@ -15,19 +13,6 @@ from armada.api import (
 
 urlpatterns = [
     path("queues", queue_views.QueueListView.as_view(), name="queue-list"),
-    # Before queues/<name>: POST acts on many queues; other methods reach a queue so named.
-    path("queues/cancel", queue_action_views.QueuesCancelView.as_view(), name="queues-cancel"),
-    path("queues/preempt", queue_action_views.QueuesPreemptView.as_view(), name="queues-preempt"),
-    path(
-        "queues/cordon",
-        queue_action_views.QueuesCordonView.as_view(),
-        name="queues-cordon",
-    ),
-    path(
-        "queues/uncordon",
-        queue_action_views.QueuesUncordonView.as_view(),
-        name="queues-uncordon",
-    ),
     path("queues/<str:name>", queue_views.QueueDetailView.as_view(), name="queue-detail"),
     path(
         "queues/<str:name>/cordon",
@@ -57,16 +42,6 @@ urlpatterns = [
         "executors/<str:executor_id>/uncordon",
         executor_views.ExecutorCordonView.as_view(cordoned=False),
         name="executor-uncordon",
-    ),
-    path(
-        "executors/<str:executor>/nodes/<str:node>/cancel",
-        node_views.NodeCancelView.as_view(),
-        name="node-cancel",
-    ),
-    path(
-        "executors/<str:executor>/nodes/<str:node>/preempt",
-        node_views.NodePreemptView.as_view(),
-        name="node-preempt",
     ),
     path(
         "executors/<str:executor>/nodes/<str:node>/cancel",
