@@ -127,4 +127,5 @@ OPERATION_MODULES = [
     "armada.wire.event_ops",
     "armada.wire.queue_ops",
     "armada.wire.policy_ops",
+    "armada.wire.job_query_ops",
 ]
