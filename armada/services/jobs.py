@@ -32,6 +32,12 @@ def run_log_text(*, run: Run) -> RunLog | None:
     return RunLog.objects.filter(run=run).first()
 
 
+def jobs_in_job_set(*, queue: str, job_set: str, job_ids: list[str]) -> set[str]:
+    """Which of ``job_ids`` are jobs of the job set ``job_set`` of ``queue`` (in any state)."""
+    found = Job.objects.filter(queue_id=queue, job_set=job_set, id__any=job_ids)
+    return set(found.values_list("id", flat=True))
+
+
 def live_jobs_for_update(*, queue: Any, job_set: str, job_ids: list[str] | None) -> list[Job]:
     """The unfinished jobs of a job set, locked for update (call inside a transaction); all of
     them when ``job_ids`` is None, else exactly those, or NotFound naming the missing ones."""

@@ -154,11 +154,12 @@ def parse_cancel_states(states: Any) -> list[str]:
 
 
 def jobs_cancel_by_state(
-    *, actor: Any, queue: str, states: Any, reason: str, now: datetime
+    *, actor: Any, queue: str, states: Any, reason: str, now: datetime, job_set: str | None = None
 ) -> list[str]:
-    """Cancel every job of ``queue`` (any job set) whose state is one of ``states``; returns
-    their ids. All or nothing: the jobs are locked and cancelled in one transaction, so a
-    failure leaves every job as it was. Needs the ``cancel`` verb on the queue."""
+    """Cancel every job of ``queue`` (of one job set when ``job_set`` is given, else any)
+    whose state is one of ``states``; returns their ids. All or nothing: the jobs are locked
+    and cancelled in one transaction, so a failure leaves every job as it was. Needs the
+    ``cancel`` verb on the queue."""
     wanted = parse_cancel_states(states)
     queue_row = Queue.objects.filter(name=queue).first()
     if queue_row is None:
@@ -166,7 +167,8 @@ def jobs_cancel_by_state(
     require_queue_verb(actor, queue_row, "cancel")
     reason = reason or f"cancelled by {actor.get_username()}"
     with transaction.atomic():
-        jobs = list(lock(Job.objects.filter(queue=queue_row, state__in=wanted)))
+        selected = Job.objects.filter(queue=queue_row, state__in=wanted)
+        jobs = list(lock(selected if job_set is None else selected.filter(job_set=job_set)))
         _cancel_locked(jobs, queue=queue, reason=reason, now=now, requestor=actor.get_username())
     return [j.id for j in jobs]
 

@@ -21,7 +21,7 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
-from armada.core.errors import ValidationFailed
+from armada.core.errors import FieldError, ValidationFailed
 from armada.core.states import EventType, JobState
 from armada.core.submission import JobFile, parse_job_file
 from armada.models import Job, Queue
@@ -54,13 +54,7 @@ def job_submit(*, actor: Any, data: Any, now: datetime) -> list[str]:
     breaks, the caller learns which: the ids as usual if the transaction was committed after
     all, else ``Unavailable`` saying that no job was stored.
     """
-    config = settings.ARMADA.scheduling
-    job_file = parse_job_file(
-        data,
-        priority_classes=config.priority_classes,
-        default_priority_class=config.default_priority_class_name,
-        max_jobs=MAX_JOBS_PER_SUBMIT,
-    )
+    job_file = _parse(data)
     queue = read_again_if_lost(
         lambda: _queue_for_submit(actor, job_file.queue), "a submit's checks"
     )
@@ -79,6 +73,26 @@ def job_submit(*, actor: Any, data: Any, now: datetime) -> list[str]:
             ):
                 raise
     raise AssertionError("unreachable")
+
+
+def job_file_problems(data: Any) -> list[FieldError]:
+    """The problems ``job_submit`` would find in the fields of ``data`` (none when they are
+    right), for a caller that has found others of its own and reports them all together."""
+    try:
+        _parse(data)
+    except ValidationFailed as exc:
+        return exc.errors
+    return []
+
+
+def _parse(data: Any) -> JobFile:
+    config = settings.ARMADA.scheduling
+    return parse_job_file(
+        data,
+        priority_classes=config.priority_classes,
+        default_priority_class=config.default_priority_class_name,
+        max_jobs=MAX_JOBS_PER_SUBMIT,
+    )
 
 
 def _store(

@@ -127,5 +127,6 @@ OPERATION_MODULES = [
     "armada.wire.event_ops",
     "armada.wire.queue_ops",
     "armada.wire.policy_ops",
+    "armada.wire.job_ops",
     "armada.wire.job_query_ops",
 ]

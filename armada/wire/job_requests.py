@@ -1,0 +1,185 @@
+"""A JobSubmitRequest as our job file (``core.submission``), and our validation's field
+names back in the request's spelling.
+
+Each JobSubmitRequestItem becomes a job of the file: ``priority`` (Armada's double) must be a
+whole number from 0 to 2^32-1; an empty ``namespace`` is our default one; ``clientId``,
+``labels`` and ``annotations`` are kept; the pod spec (``podSpec``, or the one of
+``podSpecs``) becomes Kubernetes' JSON (``wire.podspec``); ``requiredNodeLabels`` join its
+``nodeSelector``; ``externalJobUri`` is kept as the annotation Armada reads it from
+(``armadaproject.io/externalJobUri``). What our job files cannot say, and no part of this
+server would honour, is refused naming its field rather than dropped: several pod specs,
+``ingress``, ``services``, a ``scheduler`` other than the default.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from armada_client.armada import submit_pb2
+
+from armada.core.errors import FieldError, ValidationFailed
+from armada.core.submission import MAX_PRIORITY
+from armada.services.submit import job_file_problems
+from armada.wire.podspec import pod_spec_from_message
+
+EXTERNAL_JOB_URI = "armadaproject.io/externalJobUri"
+ITEMS = "jobRequestItems"
+
+
+class FieldNames:
+    """Our job file's field paths (``jobs[3].podSpec...``) -> the request's (``jobRequestItems
+    [3].podSpecs[0]...``): where each item's pod spec came from, and which annotations came from
+    fields of their own."""
+
+    def __init__(self) -> None:
+        self.pod_spec: dict[int, str] = {}
+        self.from_fields: dict[tuple[int, str], str] = {}  # (item, our rest of path) -> field
+
+    def __call__(self, field: str) -> str:
+        if field == "jobs":
+            return ITEMS
+        m = re.fullmatch(r"jobs\[(\d+)\](.*)", field, flags=re.DOTALL)
+        if m is None:
+            return field
+        index, rest = int(m.group(1)), m.group(2)
+        item = f"{ITEMS}[{index}]"
+        if (index, rest) in self.from_fields:
+            return f"{item}.{self.from_fields[index, rest]}"
+        if re.match(r"\.podSpec(\.|\[|$)", rest):
+            return self.pod_spec.get(index, f"{item}.podSpec") + rest[len(".podSpec") :]
+        return item + rest
+
+    def all(self, errors: list[FieldError]) -> list[FieldError]:
+        return [FieldError(self(e.field), e.message) for e in errors]
+
+
+@contextmanager
+def armada_names(names: FieldNames) -> Iterator[None]:
+    """Re-raise a ValidationFailed of the block with the request's field names."""
+    try:
+        yield
+    except ValidationFailed as exc:
+        raise ValidationFailed(names.all(exc.errors)) from None
+
+
+def job_file_of(request: submit_pb2.JobSubmitRequest) -> tuple[dict[str, Any], FieldNames]:
+    """Our job file for a JobSubmitRequest, and the way back to the request's field names.
+
+    Raises ValidationFailed for what our job files cannot say (several pod specs, ingresses,
+    a priority with a fraction), together with every problem our own validation finds in the
+    rest, so that one answer names every field at fault."""
+    names = FieldNames()
+    problems: list[FieldError] = []
+    jobs = [_job_of(i, item, names, problems) for i, item in enumerate(request.job_request_items)]
+    data: dict[str, Any] = {"queue": request.queue, "jobSetId": request.job_set_id, "jobs": jobs}
+    if problems:
+        problems += names.all(job_file_problems(data))
+        raise ValidationFailed(problems)
+    return data, names
+
+
+def _job_of(
+    index: int, item: submit_pb2.JobSubmitRequestItem, names: FieldNames, problems: list[FieldError]
+) -> dict[str, Any]:
+    where = f"{ITEMS}[{index}]"
+    job: dict[str, Any] = {}
+    priority = whole_priority(item.priority, f"{where}.priority", problems)
+    if priority is not None:
+        job["priority"] = priority
+    if item.namespace:
+        job["namespace"] = item.namespace
+    if item.client_id:
+        job["clientId"] = item.client_id
+    if item.labels:
+        job["labels"] = dict(item.labels)
+    annotations = dict(item.annotations)
+    if item.external_job_uri:
+        annotations[EXTERNAL_JOB_URI] = item.external_job_uri
+        names.from_fields[index, f".annotations[{EXTERNAL_JOB_URI}]"] = "externalJobUri"
+    if annotations:
+        job["annotations"] = annotations
+
+    if item.HasField("pod_spec") and len(item.pod_specs):
+        problems.append(FieldError(f"{where}.podSpecs", "give podSpec or podSpecs, not both"))
+    elif len(item.pod_specs) > 1:
+        problems.append(
+            FieldError(
+                f"{where}.podSpecs",
+                f"{len(item.pod_specs)} pod specs: a job has one pod (jobs with several pods "
+                "are not supported)",
+            )
+        )
+    # The pod spec our validation checks (the first of several, to name its problems too).
+    spec_message = item.pod_spec if item.HasField("pod_spec") else None
+    names.pod_spec[index] = f"{where}.podSpec"
+    if spec_message is None and len(item.pod_specs):
+        spec_message = item.pod_specs[0]
+        names.pod_spec[index] = f"{where}.podSpecs[0]"
+    if spec_message is not None:
+        try:
+            pod_spec = pod_spec_from_message(spec_message, where=names.pod_spec[index])
+        except ValidationFailed as exc:
+            problems.extend(exc.errors)
+            pod_spec = {}
+        _merge_required_node_labels(item, pod_spec, where, problems)
+        job["podSpec"] = pod_spec
+    elif item.required_node_labels:
+        problems.append(
+            FieldError(f"{where}.requiredNodeLabels", "needs a pod spec to add its nodeSelector to")
+        )
+
+    for name in ("ingress", "services"):
+        if len(getattr(item, name)):
+            problems.append(
+                FieldError(
+                    f"{where}.{name}",
+                    "is not supported: this server creates no Kubernetes ingresses or services "
+                    "for a job; leave it out",
+                )
+            )
+    if item.scheduler:
+        problems.append(
+            FieldError(
+                f"{where}.scheduler",
+                f"unknown scheduler {item.scheduler!r}: only the default (leave it empty) runs here",
+            )
+        )
+    return job
+
+
+def _merge_required_node_labels(
+    item: submit_pb2.JobSubmitRequestItem,
+    pod_spec: dict[str, Any],
+    where: str,
+    problems: list[FieldError],
+) -> None:
+    """Armada's deprecated ``requiredNodeLabels`` are node selector terms: they join the
+    pod's ``nodeSelector``; one that contradicts it is refused rather than overriding it."""
+    if not item.required_node_labels:
+        return
+    selector = dict(pod_spec.get("nodeSelector") or {})
+    for key, value in sorted(item.required_node_labels.items()):
+        if key in selector and selector[key] != value:
+            problems.append(
+                FieldError(
+                    f"{where}.requiredNodeLabels[{key}]",
+                    f"is {value!r} but the pod spec's nodeSelector asks for {selector[key]!r}",
+                )
+            )
+        selector[key] = value
+    pod_spec["nodeSelector"] = selector
+
+
+def whole_priority(value: float, field: str, problems: list[FieldError]) -> int | None:
+    """Armada's priority (a double) as ours (a whole number from 0 to 2^32-1), or None with
+    the problem added."""
+    if not math.isfinite(value) or not value.is_integer() or not 0 <= value <= MAX_PRIORITY:
+        problems.append(
+            FieldError(field, f"must be a whole number from 0 to {MAX_PRIORITY}, not {value!r}")
+        )
+        return None
+    return int(value)
