@@ -21,11 +21,13 @@ code, and for the container that failed the run's reason and message), with Arma
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from armada_client.armada import event_pb2, submit_pb2
+from armada_client.k8s.io.api.core.v1 import generated_pb2 as core_v1
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from armada.models import Event, Job, Run
@@ -49,11 +51,34 @@ def timestamp(moment: datetime | None) -> Timestamp | None:
     return stamp
 
 
-def job_message(job: Job) -> submit_pb2.Job:
+# The columns ``job_message`` reads.
+JOB_MESSAGE_FIELDS = (
+    "id",
+    "client_id",
+    "queue",
+    "job_set",
+    "namespace",
+    "owner",
+    "priority",
+    "annotations",
+    "pod_spec",
+    "submitted_at",
+)
+
+
+def job_message(job: Job, pod_specs: dict[str, core_v1.PodSpec] | None = None) -> submit_pb2.Job:
     """A job as Armada's ``api.Job``: its identity, owner, priority, annotations, node
-    selector (Armada's ``required_node_labels``) and pod spec."""
+    selector (Armada's ``required_node_labels``) and pod spec. ``pod_specs`` memoizes the
+    pod spec messages of a batch by their JSON: the jobs of one submit mostly share one."""
     pod_spec = job.pod_spec if isinstance(job.pod_spec, dict) else {}
     node_selector = pod_spec.get("nodeSelector")
+    if pod_specs is None:
+        pod_spec_msg = pod_spec_message(pod_spec)
+    else:
+        key = json.dumps(pod_spec, sort_keys=True)
+        pod_spec_msg = pod_specs.get(key)
+        if pod_spec_msg is None:
+            pod_spec_msg = pod_specs[key] = pod_spec_message(pod_spec)
     return submit_pb2.Job(
         id=job.id,
         client_id=getattr(job, "client_id", "") or "",
@@ -64,7 +89,7 @@ def job_message(job: Job) -> submit_pb2.Job:
         priority=float(job.priority),
         annotations=_strings(job.annotations),
         required_node_labels=_strings(node_selector),
-        pod_spec=pod_spec_message(pod_spec),
+        pod_spec=pod_spec_msg,
         created=timestamp(job.submitted_at),
     )
 
@@ -85,8 +110,11 @@ class _Batch:
     def __init__(self, events: Sequence[Event]) -> None:
         submitted = {e.job_id for e in events if e.type == "submitted"}
         self.jobs: dict[str, Job] = (
-            {j.id: j for j in Job.objects.filter(id__in=submitted)} if submitted else {}
+            {j.id: j for j in Job.objects.filter(id__in=submitted).only(*JOB_MESSAGE_FIELDS)}
+            if submitted
+            else {}
         )
+        self.pod_specs: dict[str, core_v1.PodSpec] = {}
         # Failed events from before failed events named their exit codes.
         incomplete = {
             e.run_id
@@ -120,7 +148,7 @@ def _submitted(event: Event, p: Mapping[str, Any], batch: _Batch) -> event_pb2.E
     job = batch.jobs.get(event.job_id)
     return event_pb2.EventMessage(
         submitted=event_pb2.JobSubmittedEvent(
-            **_common(event), job=job_message(job) if job is not None else None
+            **_common(event), job=job_message(job, batch.pod_specs) if job is not None else None
         )
     )
 
