@@ -13,7 +13,8 @@ Order of a cycle, under the ``scheduler`` leader lease (one cycle at a time):
    ``leased`` events (guarded: a job cancelled meanwhile is left alone);
 5. one transaction asks the executors to stop every job the round preempted, each with its
    reason;
-6. the round and the reasons jobs were not leased are recorded (``services.records``).
+6. the round and the reasons jobs were not leased are recorded (``services.records``), and
+   the cycle is counted in Armada's cycle metrics (``services.cycle_metrics``).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from armada.core.states import EventType, JobState, RunState
 from armada.models import Executor, Job, Node, Queue, Run
 from armada.services.bulk import insert_rows, sql_in
 from armada.services.counters import counters_reset_if_due
+from armada.services.cycle_metrics import cycle_metrics_write
 from armada.services.decisions import DECISIONS_COUNTER, GANG_SKIPPED_COUNTER, failures_decide
 from armada.services.events import NewEvent, events_append
 from armada.services.expiry import runs_expire
@@ -233,8 +235,8 @@ def scheduler_cycle(*, now: datetime, clock: Callable[[], float] = time.monotoni
         report.unschedulable.pop(job_id, None)
     leased_ids = _write_leases(leases, now) if leases else []
     bucket.take(clock(), len(leased_ids))
-    if preempted:
-        report.preempted = len(runs_request_stops(reasons=preempted, kind=PREEMPT, now=now))
+    marked = runs_request_stops(reasons=preempted, kind=PREEMPT, now=now) if preempted else []
+    report.preempted = len(marked)
     report.leased = len(leased_ids)
     records_write(
         started_at=now,
@@ -244,6 +246,14 @@ def scheduler_cycle(*, now: datetime, clock: Callable[[], float] = time.monotoni
         expired=expired,
         decided=decided,
         unschedulable=report.unschedulable,
+    )
+    cycle_metrics_write(
+        duration_ms=int((time.perf_counter() - started) * 1000),
+        leases=leases,
+        leased_ids=leased_ids,
+        preempted=preempted,
+        runs=db.runs,
+        marked_run_ids=marked,
     )
     return report
 

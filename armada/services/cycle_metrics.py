@@ -1,0 +1,151 @@
+"""The scheduler's per-cycle metrics under Armada's names, kept in the database.
+
+The scheduler calls :func:`cycle_metrics_write` once at the end of each cycle; every web
+process reads the rows at scrape time (``armada.metrics``), so all of them serve the same
+values whichever process scheduled. Armada's names, labels and units:
+
+- ``armada_scheduler_schedule_cycle_times``: a histogram of cycle durations in
+  milliseconds (whole milliseconds, as Armada observes them), with Armada's buckets
+  ``10 * 1.1**i`` for ``i`` in 0..109;
+- ``armada_scheduler_scheduled_jobs{pool,queue,priority_class,type}``: jobs leased, where
+  ``type`` says how room was made: ``no-preemption``, ``urgency`` (a less urgent job was
+  preempted for it) or ``fairshare`` (a queue over its fair share gave room);
+- ``armada_scheduler_preempted_jobs{pool,queue,priority_class,type}``: jobs the scheduler
+  preempted (``type`` ``urgency`` or ``fairshare``), counted when their stop was marked.
+  Preemptions asked for through the API are not counted here.
+
+Storage: ``MetricCounter`` rows, written in one transaction under the event-log lock like
+every counter (``services.counters``). The histogram is kept as one counter per bucket that
+observations fell into (``le`` = the bucket's upper bound, not cumulative; ``+Inf`` above the
+last bound) plus ``_sum``; the collector makes the buckets cumulative (the count is the
+``+Inf`` bucket's).
+
+The ``type`` of a lease and of a preemption comes from the preempted jobs' reasons, which
+name the job each preemption made room for (``core.snapshot.reason_urgency_preempted``,
+``reason_fair_share_preempted``).
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import Protocol
+
+from django.db import transaction
+from prometheus_client.utils import floatToGoString
+
+from armada.models import Job
+from armada.services.counters import counters_add
+from armada.services.events import lock_event_log
+
+CYCLE_TIMES = "armada_scheduler_schedule_cycle_times"
+SCHEDULED = "armada_scheduler_scheduled_jobs"
+PREEMPTED = "armada_scheduler_preempted_jobs"
+JOB_LABELS = ("pool", "queue", "priority_class", "type")
+
+
+def _exponential_buckets(start: float, factor: float, count: int) -> tuple[float, ...]:
+    """Prometheus' ExponentialBuckets, multiplied step by step as the Go client does, so
+    that the bounds (and their ``le`` texts) are the same numbers."""
+    out = []
+    for _ in range(count):
+        out.append(start)
+        start *= factor
+    return tuple(out)
+
+
+# Armada's buckets for the cycle-time histogram: ExponentialBuckets(10.0, 1.1, 110).
+CYCLE_BUCKETS = _exponential_buckets(10.0, 1.1, 110)
+INF = "+Inf"
+
+NO_PREEMPTION = "no-preemption"
+URGENCY = "urgency"
+FAIRSHARE = "fairshare"
+UNKNOWN = "unknown"
+_ROOM_FOR = re.compile(r"make room for job (\S+)")
+
+
+def bucket_label(bound: float) -> str:
+    """The ``le`` text of a bucket bound, as Prometheus' clients write it."""
+    return floatToGoString(bound)
+
+
+def bucket_of(milliseconds: float) -> str:
+    """The ``le`` of the smallest bucket that holds ``milliseconds``."""
+    i = bisect.bisect_left(CYCLE_BUCKETS, milliseconds)
+    return bucket_label(CYCLE_BUCKETS[i]) if i < len(CYCLE_BUCKETS) else INF
+
+
+def preemption_type(reason: str) -> str:
+    """``urgency`` or ``fairshare`` from a preemption reason the round wrote; else unknown."""
+    if reason.startswith("preempted to make room for job"):
+        return URGENCY
+    if "over its fair share; preempted to make room for job" in reason:
+        return FAIRSHARE
+    return UNKNOWN
+
+
+def lease_types(preempted: Mapping[str, str]) -> dict[str, str]:
+    """For each job that a preemption of this cycle made room for, how: job id -> type."""
+    out: dict[str, str] = {}
+    for reason in preempted.values():
+        found = _ROOM_FOR.search(reason)
+        if found:
+            out[found[1]] = preemption_type(reason)
+    return out
+
+
+class _Lease(Protocol):
+    job_id: str
+    queue: str
+
+
+class _Run(Protocol):
+    id: str
+    pool: str
+    queue: str
+    priority_class: str
+
+
+def cycle_metrics_write(
+    *,
+    duration_ms: int,
+    leases: Iterable[tuple[str, _Lease]],
+    leased_ids: Iterable[str],
+    preempted: Mapping[str, str],
+    runs: Mapping[str, _Run],
+    marked_run_ids: Iterable[str],
+) -> None:
+    """Count one cycle: its duration; its leases (``(pool, lease)`` as the rounds made them,
+    of which ``leased_ids`` were written: a job cancelled meanwhile is not counted); its
+    preemptions (the reasons by job id, each job's active run in ``runs`` by job id, and the
+    runs whose stop was marked: a run that was already stopping is not counted)."""
+    written = set(leased_ids)
+    placed = [(pool, lease) for pool, lease in leases if lease.job_id in written]
+    how = lease_types(preempted)
+    classes: dict[str, str] = {}
+    if placed:
+        ids = [lease.job_id for _, lease in placed]
+        classes = dict(Job.objects.filter(id__any=ids).values_list("id", "priority_class"))
+    scheduled: Counter[tuple[tuple[str, str], ...]] = Counter()
+    for pool, lease in placed:
+        kind = how.get(lease.job_id, NO_PREEMPTION)
+        labels = (pool, lease.queue, classes.get(lease.job_id, ""), kind)
+        scheduled[tuple(zip(JOB_LABELS, labels, strict=True))] += 1
+    marked = set(marked_run_ids)
+    stopped: Counter[tuple[tuple[str, str], ...]] = Counter()
+    for job_id, reason in preempted.items():
+        run = runs.get(job_id)
+        if run is not None and run.id in marked:
+            labels = (run.pool, run.queue, run.priority_class, preemption_type(reason))
+            stopped[tuple(zip(JOB_LABELS, labels, strict=True))] += 1
+    with transaction.atomic():
+        lock_event_log()  # counters are written only under it (services.counters)
+        counters_add(
+            name=f"{CYCLE_TIMES}_bucket", increments={(("le", bucket_of(duration_ms)),): 1}
+        )
+        counters_add(name=f"{CYCLE_TIMES}_sum", increments={(): int(duration_ms)})
+        counters_add(name=SCHEDULED, increments=scheduled)
+        counters_add(name=PREEMPTED, increments=stopped)
