@@ -1,27 +1,34 @@
-"""Real processes for end-to-end tests: uvicorn (web), a Celery scheduler worker, Celery beat
-(its own process, as in production) and a Celery worker per executor, all on the test
-database and the configured broker (Redis when ``REDIS_URL`` is set, else the file-system
-broker in a temporary folder).
+"""Real processes for end-to-end tests: uvicorn (web), the grpc process (Armada's gRPC API),
+a Celery scheduler worker, Celery beat (its own process, as in production) and a Celery
+worker per executor, all on the test database and the configured broker (Redis when
+``REDIS_URL`` is set, else the file-system broker in a temporary folder).
 
 ``system`` starts them with ``E2E_CONFIG``; ``launch`` starts them with any configuration,
-and a running ``System`` can stop one process or restart the scheduler with a new one."""
+and a running ``System`` can stop one process or restart the scheduler with a new one.
+``armada_client`` gives the official ``armada_client.client.ArmadaClient`` connected to the
+grpc process as a given user, authenticated the way its users do it."""
 
 from __future__ import annotations
 
+import base64
+import collections
 import os
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 from urllib.parse import quote
 
+import grpc
 import pytest
 import requests
 import yaml
+from armada_client.client import ArmadaClient
 
+from armada.grpcserver import grpc_command
 from armada.management.commands.runall import celery_beat_command
 from armada.webserver import WEB_COMMAND
 from tests.waiting import wait_for_http, wait_until
@@ -61,6 +68,7 @@ class System:
     env: dict[str, str]
     logs: Path
     workdir: Path
+    grpc_target: str = ""  # host:port of the grpc process
     children: dict[str, tuple[subprocess.Popen, IO]] = field(default_factory=dict)
 
     @property
@@ -120,6 +128,11 @@ class System:
             self.stop("beat")  # a clean stop hands the lease over at once
         self.start("beat", celery_beat_command(), env)
 
+    def start_grpc(self) -> None:
+        """Start the grpc process on ``grpc_target`` and wait until it answers Health."""
+        self.start("grpc", grpc_command(self.grpc_target))
+        wait_for_grpc(self.grpc_target, self.children["grpc"][0], details=self.log_tail)
+
     def get(self, path: str) -> requests.Response:
         return requests.get(self.url + path, auth=self.auth, timeout=HTTP_TIMEOUT)
 
@@ -178,6 +191,70 @@ def process_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     return env
 
 
+def wait_for_grpc(
+    target: str, process: subprocess.Popen | None = None, details: Callable[[], str] = str
+) -> None:
+    """Wait until the grpc process at ``target`` answers ``api.Submit/Health`` (which needs
+    no credentials); fail at once if ``process`` has exited."""
+    channel = grpc.insecure_channel(target)
+    client = ArmadaClient(channel)
+
+    def serving() -> bool:
+        if process is not None and process.poll() is not None:
+            pytest.fail(f"the grpc process exited with {process.returncode}\n{details()}")
+        try:
+            return client.submit_health().status == client.submit_health().SERVING
+        except grpc.RpcError:
+            return False
+
+    try:
+        wait_until("the grpc process", serving, timeout=120, interval=0.3, details=details)
+    finally:
+        channel.close()
+
+
+class _CallDetails(
+    collections.namedtuple(
+        "_CallDetails",
+        ("method", "timeout", "metadata", "credentials", "wait_for_ready", "compression"),
+    ),
+    grpc.ClientCallDetails,
+):
+    pass
+
+
+class AuthorizationMetadata(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor):
+    """Adds ``authorization: <value>`` to every call on an insecure channel, as Armada's
+    Python users do with ``grpc.intercept_channel`` (call credentials need a secure channel)."""
+
+    def __init__(self, value: str) -> None:
+        self.value = value
+
+    def _with_auth(self, details: grpc.ClientCallDetails) -> _CallDetails:
+        metadata = [*(details.metadata or ()), ("authorization", self.value)]
+        return _CallDetails(
+            details.method,
+            details.timeout,
+            metadata,
+            details.credentials,
+            getattr(details, "wait_for_ready", None),
+            getattr(details, "compression", None),
+        )
+
+    def intercept_unary_unary(self, continuation, client_call_details, request):
+        return continuation(self._with_auth(client_call_details), request)
+
+    def intercept_unary_stream(self, continuation, client_call_details, request):
+        return continuation(self._with_auth(client_call_details), request)
+
+
+def authenticated_channel(target: str, authorization: str) -> grpc.Channel:
+    """An insecure channel to ``target`` whose every call sends ``authorization``."""
+    return grpc.intercept_channel(
+        grpc.insecure_channel(target), AuthorizationMetadata(authorization)
+    )
+
+
 def web_command(port: int) -> list[str]:
     """The web process on ``port``, started as production starts it."""
     return [PY, "-m", *WEB_COMMAND, "--host", "127.0.0.1", "--port", str(port)]
@@ -191,6 +268,7 @@ def launch(transactional_db, tmp_path, django_user_model) -> Iterator:
     logs = tmp_path / "logs"
     logs.mkdir()
     port = _free_port()
+    grpc_target = f"127.0.0.1:{_free_port()}"
     env = process_env(
         tmp_path,
         ARMADA_URL=f"http://127.0.0.1:{port}",
@@ -202,7 +280,9 @@ def launch(transactional_db, tmp_path, django_user_model) -> Iterator:
         import redis
 
         redis.Redis.from_url(env["REDIS_URL"]).flushdb()
-    system = System(url=env["ARMADA_URL"], env=env, logs=logs, workdir=tmp_path)
+    system = System(
+        url=env["ARMADA_URL"], env=env, logs=logs, workdir=tmp_path, grpc_target=grpc_target
+    )
 
     def start(config: dict) -> System:
         system.env["ARMADA_CONFIG"] = str(system.write_config(config))
@@ -221,6 +301,7 @@ def launch(transactional_db, tmp_path, django_user_model) -> Iterator:
             processes=[proc for proc, _ in system.children.values()],
             details=system.log_tail,
         )
+        system.start_grpc()
         return system
 
     try:
@@ -232,6 +313,36 @@ def launch(transactional_db, tmp_path, django_user_model) -> Iterator:
 @pytest.fixture
 def system(launch) -> System:
     return launch(E2E_CONFIG)
+
+
+@pytest.fixture
+def armada_client(system) -> Iterator[Callable[..., ArmadaClient]]:
+    """``armada_client(user)`` -> an ``ArmadaClient`` on the grpc process as ``user`` (a
+    username or a user): with a personal API token made for them (``authorization: Bearer``,
+    the fast way in), or with ``password=`` as Basic credentials."""
+    from django.contrib.auth import get_user_model
+    from django.utils import timezone
+
+    from armada.services.tokens import token_create
+
+    channels: list[grpc.Channel] = []
+
+    def make(user: Any = "e2e-admin", *, password: str | None = None) -> ArmadaClient:
+        if isinstance(user, str):
+            user = get_user_model().objects.get(username=user)
+        if password is not None:
+            raw = f"{user.get_username()}:{password}".encode()
+            authorization = "Basic " + base64.b64encode(raw).decode()
+        else:
+            name = f"e2e-grpc-{len(channels)}"
+            key = token_create(user=user, name=name, expires_at=None, now=timezone.now()).key
+            authorization = f"Bearer {key}"
+        channels.append(authenticated_channel(system.grpc_target, authorization))
+        return ArmadaClient(channels[-1])
+
+    yield make
+    for channel in channels:
+        channel.close()
 
 
 @pytest.fixture(autouse=True)

@@ -23,7 +23,7 @@ from tests.waiting import answers, wait_until
 
 pytestmark = [pytest.mark.e2e]
 ROOT = Path(__file__).resolve().parents[2]
-PROCESSES = ("web", "scheduler", "beat", "executor local")
+PROCESSES = ("web", "grpc", "scheduler", "beat", "executor local")
 STARTED = re.compile(r"runall: started (.+?) \(pid (\d+)\)")
 
 
@@ -37,6 +37,8 @@ class Runall:
         config = yaml.safe_load((ROOT / "config" / "armada.yaml").read_text())
         config["scheduling"]["cyclePeriod"] = "300ms"
         config["executors"][0]["tickPeriod"] = "300ms"
+        self.grpc_target = f"127.0.0.1:{_free_port()}"
+        config["grpc"]["port"] = int(self.grpc_target.rpartition(":")[2])
         (tmp_path / "armada.yaml").write_text(yaml.safe_dump(config))
         env = {
             k: v
