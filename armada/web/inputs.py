@@ -34,6 +34,8 @@ from armada.core.errors import FieldError
 from armada.web.storable import text_problem
 
 API_PREFIX = "/api/"
+# Armada's REST gateway (armada.wire.gateway): answers like the API, in grpc-gateway's shape.
+GATEWAY_PREFIX = "/v1/"
 # Longer than any name or id the system keeps (job sets, the longest, stop at 1,024).
 MAX_PATH_TEXT = 2048
 FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
@@ -109,14 +111,14 @@ def request_problems(
     """What the guard refuses in ``request`` (status and problems), or None."""
     path = list(_path_problems(kwargs))
     if path:
-        return (400 if request.path_info.startswith(API_PREFIX) else 404), path
+        return (400 if request.path_info.startswith((API_PREFIX, GATEWAY_PREFIX)) else 404), path
     problems = list(_query_string_problems(request.META.get("QUERY_STRING", "")))
     if not problems:
         problems = list(_text_problems(request.GET.lists(), frozenset()))
     if (
         not problems
         and request.method == "POST"
-        and not request.path_info.startswith(API_PREFIX)
+        and not request.path_info.startswith((API_PREFIX, GATEWAY_PREFIX))
         and request.content_type in FORM_TYPES
     ):
         skip = getattr(view, _OWN_TEXT, frozenset())
@@ -133,6 +135,8 @@ def refusal(request: HttpRequest, status: int, problems: list[FieldError]) -> Ht
         summary = f"invalid request: {first}"
     if len(problems) > 1:
         summary += f" (and {len(problems) - 1} more problems)"
+    if request.path_info.startswith(GATEWAY_PREFIX):  # 3: gRPC's INVALID_ARGUMENT
+        return JsonResponse({"code": 3, "message": summary, "details": []}, status=status)
     if request.path_info.startswith(API_PREFIX):
         errors = [{"field": p.field, "message": p.message} for p in problems]
         return JsonResponse({"message": summary, "errors": errors}, status=status)

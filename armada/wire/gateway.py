@@ -34,6 +34,7 @@ from django.urls import path
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions
+from rest_framework.parsers import BaseParser
 from rest_framework.request import Request
 from rest_framework.settings import api_settings
 
@@ -86,10 +87,22 @@ def error_response(exc: BaseException, method: str) -> HttpResponse:
     return response
 
 
+class _Unparsed(BaseParser):
+    """Takes any body and parses none of it: the session's CSRF check looks at ``POST``,
+    which must not make DRF parse (or refuse) a JSON body that ``wire.jsonmap`` reads."""
+
+    media_type = "*/*"
+
+    def parse(self, stream: Any, media_type: Any = None, parser_context: Any = None) -> dict:
+        return {}
+
+
 def authenticate(request: HttpRequest, op: Operation | None) -> Any:
     """The caller, as ``/api/v1`` authenticates them (see the module docstring)."""
     drf_request = Request(
-        request, authenticators=[a() for a in api_settings.DEFAULT_AUTHENTICATION_CLASSES]
+        request,
+        parsers=[_Unparsed()],
+        authenticators=[a() for a in api_settings.DEFAULT_AUTHENTICATION_CLASSES],
     )
     try:
         user = drf_request.user
@@ -117,18 +130,23 @@ def _path_values(rule: HttpRule, kwargs: dict[str, str]) -> dict[str, str]:
     return {field: kwargs[kwarg_name(field)] for field in rule.path_fields}
 
 
-def _build(rule: HttpRule, op: Operation, request: HttpRequest, kwargs: dict[str, str]):
+def _body(request: HttpRequest) -> bytes:
+    """The request's body, read once (before authentication, whose CSRF check may look at
+    the stream); BodyTooLarge past the limit."""
     try:
-        body = request.body if rule.body else b""
+        return request.body
     except RequestDataTooBig:
         limit = int(settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
         raise BodyTooLarge(
             f"the request body is more than {limit} bytes; at most {limit} are accepted"
         ) from None
+
+
+def _build(rule: HttpRule, op: Operation, request: HttpRequest, kwargs: dict[str, str]):
     message = request_message(
         op.request_class,
         rule,
-        body=body,
+        body=_body(request) if rule.body else b"",
         query=[(k, v) for k, values in request.GET.lists() for v in values],
         path=_path_values(rule, kwargs),
     )
@@ -146,6 +164,7 @@ def unary_response(rule: HttpRule, request: HttpRequest, kwargs: dict[str, str])
         return _unimplemented(rule)
     try:
         try:
+            _body(request)
             actor = authenticate(request, op)
             message = _build(rule, op, request, kwargs)
             response = op.func(_call(request, actor), message)
@@ -159,6 +178,7 @@ def unary_response(rule: HttpRule, request: HttpRequest, kwargs: dict[str, str])
 def _prepare_stream(rule: HttpRule, op: Operation, request: HttpRequest, kwargs: dict) -> tuple:
     """Authenticate and build the request on a worker thread; its connection is closed."""
     try:
+        _body(request)
         actor = authenticate(request, op)
         return _call(request, actor), _build(rule, op, request, kwargs)
     except DATABASE_ERRORS as exc:

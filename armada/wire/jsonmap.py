@@ -2,15 +2,15 @@
 grpc-gateway maps them for Armada's REST gateway.
 
 - The body (for rules with ``body: "*"``) is JSON in protobuf's JSON mapping: camelCase or
-  proto field names, int64 as numbers or strings, enums by name (or number), Kubernetes
-  types in their own JSON (``wire.k8sjson``). An unknown field, a wrong type or a value out
+  proto field names, int64 as numbers or strings, enums by name (or number), with the
+  Kubernetes types inside (a pod spec) in Kubernetes' own JSON (``wire.k8sjson``). An unknown field, a wrong type or a value out
   of range is a ValidationFailed naming the field (``jobRequestItems[0].priority``).
 - Query parameters (rules without a body) set fields by name, dotted for nested fields
   (``?num=5``); a repeated field takes the parameter repeated. An unknown parameter is an
   error too, so that a typo is not silently ignored.
 - Path parameters set their fields last, over anything the body said.
 - Responses: ``MessageToDict`` (camelCase, int64 as strings, enums as names, unset fields
-  left out), with Kubernetes types in their own JSON.
+  left out), with the Kubernetes types inside in Kubernetes' JSON.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from google.protobuf.message import Message
 from armada.core.errors import FieldError, ValidationFailed
 from armada.web.storable import check_storable
 from armada.wire.http_rules import HttpRule
-from armada.wire.k8sjson import from_proto_json, to_proto_json
+from armada.wire.k8sjson import fill_kubernetes, kubernetes_json, split_kubernetes
 
 _FAILED = re.compile(r"Failed to parse (\S+) field: ")
 _UNKNOWN = re.compile(r'Message type "[^"]*" has no field named "([^"]*)"')
@@ -39,7 +39,7 @@ def parse_json_body(raw: bytes) -> dict[str, Any]:
     if not raw.strip():
         return {}
     try:
-        data = json.loads(raw)
+        data = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise ValidationFailed.one("", "the body is not UTF-8 text") from None
     except json.JSONDecodeError as exc:
@@ -85,13 +85,15 @@ def parse_problem(exc: json_format.ParseError) -> FieldError:
     return FieldError(where, text)
 
 
-def _parse_into(data: Mapping[str, Any], message: Message) -> None:
+def _parse_into(data: dict[str, Any], message: Message) -> None:
+    parts = split_kubernetes(message.DESCRIPTOR, data)
     try:
-        json_format.ParseDict(to_proto_json(message.DESCRIPTOR, data), message)
+        json_format.ParseDict(data, message)
     except json_format.ParseError as exc:
         raise ValidationFailed([parse_problem(exc)]) from None
     except RecursionError:
         raise ValidationFailed.one("", "the request is nested too deeply") from None
+    fill_kubernetes(message, parts)
 
 
 def _field(descriptor: Descriptor, name: str) -> FieldDescriptor | None:
@@ -166,4 +168,4 @@ def request_message(
 
 def message_json(message: Message) -> dict[str, Any]:
     """A response message as grpc-gateway writes it (see the module docstring)."""
-    return from_proto_json(message.DESCRIPTOR, json_format.MessageToDict(message))
+    return kubernetes_json(message, json_format.MessageToDict(message))

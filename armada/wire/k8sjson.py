@@ -1,97 +1,62 @@
-"""The JSON of Kubernetes types whose proto form is not their JSON form.
+"""Kubernetes values inside Armada's JSON messages.
 
-Armada's REST gateway speaks Kubernetes JSON inside its messages: ``"cpu": "500m"``, a port
-as ``8080`` or ``"http"``, a time as ``"2026-01-01T12:00:00Z"``. Their generated protos
-are messages (``Quantity{string}``, ``IntOrString{type, intVal, strVal}``,
-``Time{seconds, nanos}``), so protobuf's own JSON mapping would want
-``"cpu": {"string": "500m"}``. :func:`to_proto_json` rewrites a request's JSON into the
-proto mapping before it is parsed; :func:`from_proto_json` rewrites a response's JSON back.
-Both walk the data guided by the message descriptors (by type, never by path) and skip
-every branch whose type cannot hold one of these types.
+Armada's REST gateway speaks protobuf's JSON mapping for its own messages (``api.*``) but
+Kubernetes' JSON for the Kubernetes types they hold (a pod spec, a job's ingress):
+``"cpu": "500m"``, a port as ``8080`` or ``"http"``, ``livenessProbe.httpGet`` with the
+probe's handler inlined. Those types are proto2 messages whose shape differs from their
+JSON, and ``wire.podspec`` converts any of them both ways (``json_to_message``,
+``message_to_json``). This module finds them in an ``api.*`` message or its JSON, by type:
+
+- :func:`split_kubernetes` takes each Kubernetes-typed value out of a request's JSON (so
+  that protobuf's parser sees only ``api.*`` fields) and :func:`fill_kubernetes` puts it
+  into the parsed message through ``json_to_message``, each problem named by its path
+  (``jobRequestItems[0].podSpec.containers[0].resources``);
+- :func:`kubernetes_json` rewrites ``MessageToDict``'s output of a response so that its
+  Kubernetes parts are in Kubernetes' JSON.
+Branches whose type cannot hold a Kubernetes type are skipped.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from datetime import UTC, datetime
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.message import Message
 
-QUANTITY = "k8s.io.apimachinery.pkg.api.resource.Quantity"
-INT_OR_STRING = "k8s.io.apimachinery.pkg.util.intstr.IntOrString"
-TIMES = (
-    "k8s.io.apimachinery.pkg.apis.meta.v1.Time",
-    "k8s.io.apimachinery.pkg.apis.meta.v1.MicroTime",
-)
+from armada.core.errors import FieldError, ValidationFailed
+from armada.wire.podspec import json_to_message, message_to_json
 
-
-def _quantity_in(value: Any) -> Any:
-    if isinstance(value, str):
-        return {"string": value}
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return {"string": format(value, "g") if isinstance(value, float) else str(value)}
-    return value
+KUBERNETES = "k8s.io."
+Step = tuple[str, Any]  # a field name, and the index or map key within it (None: singular)
 
 
-def _quantity_out(value: Any) -> Any:
-    return value.get("string", "") if isinstance(value, dict) else value
-
-
-def _int_or_string_in(value: Any) -> Any:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int):
-        return {"type": 0, "intVal": value}
-    if isinstance(value, str):
-        return {"type": 1, "strVal": value}
-    return value
-
-
-def _int_or_string_out(value: Any) -> Any:
-    if not isinstance(value, dict):
-        return value
-    if value.get("type") == 1 or "strVal" in value:
-        return value.get("strVal", "")
-    return value.get("intVal", 0)
-
-
-def _time_in(value: Any) -> Any:
-    if not isinstance(value, str):
-        return value
-    try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return value  # the parser names the field
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return {"seconds": int(moment.timestamp()), "nanos": moment.microsecond * 1000}
-
-
-def _time_out(value: Any) -> Any:
-    if not isinstance(value, dict):
-        return value
-    moment = datetime.fromtimestamp(int(value.get("seconds", 0)), tz=UTC)
-    text = moment.strftime("%Y-%m-%dT%H:%M:%S")
-    nanos = int(value.get("nanos", 0))
-    if nanos:
-        text += f".{nanos:09d}".rstrip("0")
-    return text + "Z"
-
-
-_IN: dict[str, Callable[[Any], Any]] = {QUANTITY: _quantity_in, INT_OR_STRING: _int_or_string_in}
-_OUT: dict[str, Callable[[Any], Any]] = {
-    QUANTITY: _quantity_out,
-    INT_OR_STRING: _int_or_string_out,
-}
-for _name in TIMES:
-    _IN[_name], _OUT[_name] = _time_in, _time_out
+def is_kubernetes(descriptor: Descriptor) -> bool:
+    return descriptor.full_name.startswith(KUBERNETES)
 
 
 @cache
-def _fields(descriptor: Descriptor) -> dict[str, FieldDescriptor]:
-    """Message-typed fields by JSON name and by proto name (JSON input may use either)."""
+def holds_kubernetes(descriptor: Descriptor) -> bool:
+    """Whether a message of this type can contain a Kubernetes-typed field."""
+    seen: set[str] = set()
+    stack = [descriptor]
+    while stack:
+        current = stack.pop()
+        if current.full_name in seen:
+            continue
+        seen.add(current.full_name)
+        for field in current.fields:
+            if field.message_type is None:
+                continue
+            if is_kubernetes(field.message_type):
+                return True
+            stack.append(field.message_type)
+    return False
+
+
+@cache
+def _message_fields(descriptor: Descriptor) -> dict[str, FieldDescriptor]:
     found: dict[str, FieldDescriptor] = {}
     for field in descriptor.fields:
         if field.message_type is not None:
@@ -99,52 +64,123 @@ def _fields(descriptor: Descriptor) -> dict[str, FieldDescriptor]:
     return found
 
 
-@cache
-def _holds_special(descriptor: Descriptor) -> bool:
-    """Whether a message of this type can contain one of the rewritten types."""
-    seen: set[str] = set()
-    stack = [descriptor]
+def _map_value_type(field: FieldDescriptor) -> Descriptor | None:
+    if not field.message_type.GetOptions().map_entry:
+        return None
+    return field.message_type.fields_by_name["value"].message_type
+
+
+def _is_map(field: FieldDescriptor) -> bool:
+    return field.message_type is not None and field.message_type.GetOptions().map_entry
+
+
+def _join(where: str, name: str) -> str:
+    return f"{where}.{name}" if where else name
+
+
+@dataclass(frozen=True)
+class KubernetesPart:
+    """A Kubernetes-typed value taken out of a request's JSON, and where it goes."""
+
+    steps: tuple[Step, ...]  # from the request message to the message holding the field
+    field: FieldDescriptor
+    value: Any
+    where: str
+
+
+def split_kubernetes(descriptor: Descriptor, data: Any) -> list[KubernetesPart]:
+    """Take every Kubernetes-typed value out of ``data`` (in place), in document order."""
+    parts: list[KubernetesPart] = []
+    stack: list[tuple[Descriptor, Any, tuple[Step, ...], str]] = [(descriptor, data, (), "")]
     while stack:
-        current = stack.pop()
-        if current.full_name in _IN:
-            return True
-        if current.full_name in seen:
+        current, obj, steps, where = stack.pop(0)
+        if not isinstance(obj, dict) or not holds_kubernetes(current):
             continue
-        seen.add(current.full_name)
-        stack.extend(f.message_type for f in current.fields if f.message_type is not None)
-    return False
+        fields = _message_fields(current)
+        for key in list(obj):
+            field = fields.get(key)
+            if field is None or obj[key] is None:
+                continue
+            path = _join(where, field.json_name)
+            value_type = _map_value_type(field) if _is_map(field) else field.message_type
+            if value_type is None:
+                continue
+            if is_kubernetes(value_type):
+                parts.append(KubernetesPart(steps, field, obj.pop(key), path))
+            elif _is_map(field) and isinstance(obj[key], dict):
+                stack += [
+                    (value_type, v, (*steps, (field.name, k)), f"{path}[{k}]")
+                    for k, v in obj[key].items()
+                ]
+            elif field.is_repeated and not _is_map(field) and isinstance(obj[key], list):
+                stack += [
+                    (value_type, v, (*steps, (field.name, i)), f"{path}[{i}]")
+                    for i, v in enumerate(obj[key])
+                ]
+            elif not field.is_repeated:
+                stack.append((value_type, obj[key], (*steps, (field.name, None)), path))
+    return parts
 
 
-def _rewrite(descriptor: Descriptor, data: Any, table: dict[str, Callable[[Any], Any]]) -> Any:
-    convert = table.get(descriptor.full_name)
-    if convert is not None:
-        return convert(data)
-    if not isinstance(data, dict) or not _holds_special(descriptor):
-        return data
-    fields = _fields(descriptor)
-    for key, value in data.items():
-        field = fields.get(key)
-        if field is None:
-            continue
-        kind = field.message_type
-        if kind.GetOptions().map_entry:
-            value_type = kind.fields_by_name["value"].message_type
-            if value_type is not None and isinstance(value, dict):
-                for k, item in value.items():
-                    value[k] = _rewrite(value_type, item, table)
+def fill_kubernetes(message: Message, parts: list[KubernetesPart]) -> None:
+    """Put ``parts`` into ``message`` (parsed from what ``split_kubernetes`` left); raise
+    ValidationFailed naming every field that does not fit its Kubernetes type."""
+    problems: list[FieldError] = []
+    for part in parts:
+        holder = message
+        for name, selector in part.steps:
+            holder = getattr(holder, name) if selector is None else getattr(holder, name)[selector]
+        field, value, where = part.field, part.value, part.where
+        target = getattr(holder, field.name)
+        if _is_map(field):
+            if not isinstance(value, dict):
+                problems.append(FieldError(where, "must be a mapping"))
+                continue
+            for key, item in value.items():
+                if item is not None:
+                    json_to_message(target[key], item, f"{where}[{key}]", problems)
         elif field.is_repeated:
-            if isinstance(value, list):
-                value[:] = [_rewrite(kind, item, table) for item in value]
+            if not isinstance(value, list):
+                problems.append(FieldError(where, "must be a list"))
+                continue
+            for i, item in enumerate(value):
+                if item is None:
+                    problems.append(FieldError(f"{where}[{i}]", "must not be null"))
+                else:
+                    json_to_message(target.add(), item, f"{where}[{i}]", problems)
         else:
-            data[key] = _rewrite(kind, value, table)
+            target.SetInParent()
+            json_to_message(target, value, where, problems)
+    if problems:
+        raise ValidationFailed(problems[:20])
+
+
+def kubernetes_json(message: Message, data: dict[str, Any]) -> dict[str, Any]:
+    """``MessageToDict(message)`` with its Kubernetes parts rewritten in Kubernetes' JSON
+    (in place)."""
+    if not holds_kubernetes(message.DESCRIPTOR):
+        return data
+    for field, value in message.ListFields():
+        if field.message_type is None or field.json_name not in data:
+            continue
+        key = field.json_name
+        value_type = _map_value_type(field) if _is_map(field) else field.message_type
+        if value_type is None:
+            continue
+        convert = is_kubernetes(value_type)
+        if _is_map(field):
+            for k, item in value.items():
+                out = data[key]
+                out[str(k)] = (
+                    message_to_json(item, key) if convert else kubernetes_json(item, out[str(k)])
+                )
+        elif field.is_repeated:
+            data[key] = [
+                message_to_json(item, key) if convert else kubernetes_json(item, out)
+                for item, out in zip(value, data[key], strict=True)
+            ]
+        else:
+            data[key] = (
+                message_to_json(value, key) if convert else kubernetes_json(value, data[key])
+            )
     return data
-
-
-def to_proto_json(descriptor: Descriptor, data: Any) -> Any:
-    """Request JSON in Kubernetes form -> protobuf's JSON mapping (in place)."""
-    return _rewrite(descriptor, data, _IN)
-
-
-def from_proto_json(descriptor: Descriptor, data: Any) -> Any:
-    """``MessageToDict`` output -> Kubernetes form (in place)."""
-    return _rewrite(descriptor, data, _OUT)
