@@ -23,7 +23,8 @@ from armada_client.armada import submit_pb2
 
 from armada.core.errors import FieldError, ValidationFailed
 from armada.core.submission import MAX_PRIORITY
-from armada.services.submit import job_file_problems
+from armada.services.submit import MAX_JOBS_PER_SUBMIT, job_file_problems
+from armada.web.storable import check_storable
 from armada.wire.podspec import pod_spec_from_message
 
 EXTERNAL_JOB_URI = "armadaproject.io/externalJobUri"
@@ -72,10 +73,20 @@ def job_file_of(request: submit_pb2.JobSubmitRequest) -> tuple[dict[str, Any], F
     Raises ValidationFailed for what our job files cannot say (several pod specs, ingresses,
     a priority with a fraction), together with every problem our own validation finds in the
     rest, so that one answer names every field at fault."""
+    count = len(request.job_request_items)
+    if count > MAX_JOBS_PER_SUBMIT:  # before any work on them
+        raise ValidationFailed.one(
+            ITEMS,
+            f"{count} jobs in one request; at most {MAX_JOBS_PER_SUBMIT} are accepted, split it",
+        )
     names = FieldNames()
     problems: list[FieldError] = []
     jobs = [_job_of(i, item, names, problems) for i, item in enumerate(request.job_request_items)]
     data: dict[str, Any] = {"queue": request.queue, "jobSetId": request.job_set_id, "jobs": jobs}
+    try:  # what a pod spec's raw fields hold (NaN, deep nesting) must be storable too
+        check_storable(data)
+    except ValidationFailed as exc:
+        problems += names.all(exc.errors)
     if problems:
         problems += names.all(job_file_problems(data))
         raise ValidationFailed(problems)

@@ -94,8 +94,10 @@ def message_to_json(msg: Message, where: str) -> Any:
     if special is not None:
         try:
             return special(msg)
-        except (OverflowError, ValueError, OSError):
-            raise ValidationFailed.one(where, "is out of range") from None
+        except (OverflowError, ValueError, OSError) as exc:
+            raise ValidationFailed.one(
+                where, f"cannot be written in Kubernetes' JSON: {exc}"
+            ) from None
     out: dict[str, Any] = {}
     for field, value in msg.ListFields():
         path = _path(where, field.json_name)
@@ -152,10 +154,12 @@ def _duration_to_json(msg: Message) -> str:
 
 
 def _fields_v1_to_json(msg: Message) -> Any:
+    """The JSON the raw bytes hold; bytes that are not JSON (or JSON nested too deep to read)
+    are a problem of the field."""
     try:
         return json.loads(msg.Raw) if msg.Raw else {}
-    except ValueError:
-        return base64.b64encode(msg.Raw).decode("ascii")
+    except RecursionError:
+        raise ValueError("nested too deep") from None
 
 
 _TO_JSON: dict[str, Callable[[Message], Any]] = {
@@ -389,7 +393,7 @@ def _duration_from_json(msg: Message, value: Any) -> str | None:
 def _fields_v1_from_json(msg: Message, value: Any) -> str | None:
     try:
         msg.Raw = json.dumps(value, separators=(",", ":"), allow_nan=False).encode()
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         return "must be JSON data"
     return None
 

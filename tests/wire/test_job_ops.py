@@ -229,6 +229,34 @@ def test_every_problem_of_a_request_is_named_at_once(owner, queue):
     assert counts() == (0, 0)
 
 
+def test_what_a_pod_spec_holds_must_be_storable(owner, queue):
+    from armada_client.k8s.io.apimachinery.pkg.apis.meta.v1 import generated_pb2 as meta
+
+    managed = meta.ManagedFieldsEntry(fieldsV1=meta.FieldsV1(Raw=b'{"f:x": NaN}'))
+    template = v1.PersistentVolumeClaimTemplate(metadata=meta.ObjectMeta(managedFields=[managed]))
+    volume = v1.Volume(
+        name="v",
+        volumeSource=v1.VolumeSource(
+            ephemeral=v1.EphemeralVolumeSource(volumeClaimTemplate=template)
+        ),
+    )
+    with pytest.raises(ValidationFailed) as raised:
+        call("SubmitJobs", owner, submit_request(item(pod_specs=[pod(volumes=[volume])])))
+    assert fields_of(raised.value) == [
+        "jobRequestItems[0].podSpecs[0].volumes[0].ephemeral.volumeClaimTemplate.metadata"
+        ".managedFields[0].fieldsV1[f:x]"
+    ]
+    assert counts() == (0, 0)
+
+
+def test_too_many_items_are_refused_before_any_work(owner, queue):
+    request = submit_request(*[submit_pb2.JobSubmitRequestItem()] * 5001)
+    with pytest.raises(ValidationFailed) as raised:
+        call("SubmitJobs", owner, request)
+    assert fields_of(raised.value) == ["jobRequestItems"]
+    assert "at most 5000" in str(raised.value)
+
+
 def test_an_empty_request_names_queue_job_set_and_items(owner, queue):
     with pytest.raises(ValidationFailed) as raised:
         call("SubmitJobs", owner, submit_pb2.JobSubmitRequest())

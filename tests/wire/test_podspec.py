@@ -206,6 +206,29 @@ def test_a_time_json_cannot_spell_is_an_error_naming_the_field() -> None:
     ]
 
 
+def raw_fields_pod(raw: bytes) -> v1.PodSpec:
+    managed = meta.ManagedFieldsEntry(manager="m", fieldsV1=meta.FieldsV1(Raw=raw))
+    template = v1.PersistentVolumeClaimTemplate(metadata=meta.ObjectMeta(managedFields=[managed]))
+    ephemeral = v1.EphemeralVolumeSource(volumeClaimTemplate=template)
+    return v1.PodSpec(
+        volumes=[v1.Volume(name="v", volumeSource=v1.VolumeSource(ephemeral=ephemeral))]
+    )
+
+
+def test_raw_fields_are_the_json_they_hold_or_an_error_naming_them() -> None:
+    spec = pod_spec_from_message(raw_fields_pod(b'{"f:spec":{"f:x":{}}}'))
+    template = spec["volumes"][0]["ephemeral"]["volumeClaimTemplate"]
+    assert template["metadata"]["managedFields"] == [
+        {"manager": "m", "fieldsV1": {"f:spec": {"f:x": {}}}}
+    ]
+    assert pod_spec_from_message(pod_spec_message(spec)) == spec
+    where = "podSpec.volumes[0].ephemeral.volumeClaimTemplate.metadata.managedFields[0].fieldsV1"
+    for raw in (b"not json", b"\xff", b"[" * 100_000):
+        with pytest.raises(ValidationFailed) as caught:
+            pod_spec_from_message(raw_fields_pod(raw))
+        assert [e.field for e in caught.value.errors] == [where]
+
+
 def test_what_the_message_cannot_hold_is_named_or_left_out() -> None:
     data = {
         "containers": [{"name": 7, "ports": [{"containerPort": "x"}, {"containerPort": 2**40}]}],
