@@ -354,3 +354,57 @@ def test_the_official_client_follows_a_job_set_through_a_real_server(queue, owne
     finally:
         channel.close()
         server.close()
+
+
+def test_the_rest_gateway_path_streams_the_same_messages_in_armadas_json(queue, owner, settings):
+    """``POST /v1/job-set/{queue}/{id}``: one ``{"result": EventStreamMessage}`` a line,
+    camelCase fields, ids as text; a failed event names its category and exit codes."""
+    import base64
+    import json
+
+    from django.test import AsyncClient
+
+    from armada.models import Run
+
+    [job_id] = job_submit(actor=owner, data=job_file(), now=T0)
+    Run.objects.create(id="01run", job_id=job_id, executor="c1", node="n1", pool="p", leased_at=T0)
+    Event.objects.create(
+        created=T0,
+        queue="demo",
+        job_set="set-1",
+        job_id=job_id,
+        run_id="01run",
+        type="failed",
+        payload={
+            "retryable": True,
+            "failureCategory": "oom",
+            "failureSubcategory": "",
+            "reason": "OOMKilled",
+            "exitCodes": {"main": 137},
+        },
+    )
+    olive = "Basic " + base64.b64encode(b"olive:olive-password").decode()
+
+    async def post(body: dict) -> tuple[int, list[dict]]:
+        response = await AsyncClient().post(
+            "/v1/job-set/demo/set-1",
+            json.dumps(body),
+            content_type="application/json",
+            headers={"Authorization": olive},
+        )
+        if not response.streaming:
+            return response.status_code, [json.loads(response.content)]
+        text = b"".join([c async for c in response.streaming_content]).decode()
+        return response.status_code, [json.loads(line) for line in text.splitlines() if line]
+
+    status, lines = asyncio.run(post({}))
+    assert status == 200
+    assert [line["result"]["id"] for line in lines] == stored_ids()
+    assert list(lines[0]["result"]["message"]) == ["submitted"]
+    failed = lines[2]["result"]["message"]["failed"]
+    assert failed["retryable"] is True and failed["failureCategory"] == "oom"
+    assert failed["exitCodes"] == {"main": 137} and failed["cause"] == "OOM"
+    status, lines = asyncio.run(post({"fromMessageId": stored_ids()[1]}))
+    assert [line["result"]["id"] for line in lines] == stored_ids()[2:]
+    status, [error] = asyncio.run(post({"errorIfMissing": True, "fromMessageId": "x"}))
+    assert status == 400 and "fromMessageId" in error["message"]
