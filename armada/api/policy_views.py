@@ -1,4 +1,5 @@
-"""API views for retry policies: list, create (or check), read, replace, delete."""
+"""API views for retry policies: list, create (or check), read, replace, delete. A policy
+just saved or checked carries the warnings of its parse (``warnings``)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from armada.api.serializers import (
+    RetryPolicySavedSerializer,
     RetryPolicySerializer,
 )
 from armada.api.views import (
@@ -34,8 +36,8 @@ class RetryPolicyListView(ApiView):
         request=RetryPolicySerializer,
         parameters=[DRY_RUN],
         responses={
-            201: RetryPolicySerializer,
-            200: RetryPolicySerializer,
+            201: RetryPolicySavedSerializer,
+            200: RetryPolicySavedSerializer,
             409: CONFLICT,
             **ERRORS,
         },
@@ -47,6 +49,8 @@ class RetryPolicyListView(ApiView):
             row = dryrun.policy_create_check(
                 actor=request.user, data=request.data, now=timezone.now()
             )
+            # Checked above: the parse only gives its warnings now, to be shown.
+            row.warnings = policy_services.policy_validate(data=request.data).warnings
             return Response(policy_services.policy_as_document(row))
         row = policy_services.policy_create(
             actor=request.user, data=request.data, now=timezone.now()
@@ -61,7 +65,7 @@ class RetryPolicyDetailView(ApiView):
 
     @extend_schema(
         request=RetryPolicySerializer,
-        responses={200: RetryPolicySerializer, **ERRORS},
+        responses={200: RetryPolicySavedSerializer, **ERRORS},
         summary="Replace a retry policy (its version grows by one)",
     )
     def put(self, request: Request, name: str) -> Response:

@@ -1,9 +1,11 @@
-"""API views for queues: list, create, read, change, delete, cordon, and their job sets."""
+"""API views for queues: list (all, or picked by labels), create, read, change, delete,
+cordon, and their job sets. Acting on many queues at once is in ``queue_action_views``."""
 
 from __future__ import annotations
 
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -21,14 +23,52 @@ from armada.api.views import (
     ApiView,
     dry_run,
 )
-from armada.services import dryrun, job_queries
+from armada.core.labels import parse_selector
+from armada.services import dryrun, job_queries, queue_actions
 from armada.services import queues as queue_services
+from armada.services.errors import ValidationFailed
+
+
+def _flag(request: Request, name: str) -> bool:
+    value = request.query_params.get(name, "false").lower()
+    if value not in ("true", "false", "1", "0", "yes", "no"):
+        raise ValidationFailed.one(name, "must be true or false")
+    return value in ("true", "1", "yes")
+
+
+LIST_PARAMETERS = [
+    OpenApiParameter(
+        "selector",
+        OpenApiTypes.STR,
+        description="only queues whose labels match: key=value, key!=value, key (present), "
+        "!key (absent), joined by commas, all of which must hold",
+    ),
+    OpenApiParameter("onlyCordoned", OpenApiTypes.BOOL, description="only cordoned queues"),
+    OpenApiParameter(
+        "inverse", OpenApiTypes.BOOL, description="every queue except those the filters pick"
+    ),
+]
 
 
 class QueueListView(ApiView):
-    @extend_schema(responses={200: QueueSerializer(many=True)}, summary="List queues")
+    @extend_schema(
+        parameters=LIST_PARAMETERS,
+        responses={200: QueueSerializer(many=True), 400: ERRORS[400]},
+        summary="List queues, all or those picked by labels",
+    )
     def get(self, request: Request) -> Response:
-        return Response(QueueSerializer(queue_services.queue_list(), many=True).data)
+        selector = request.query_params.get("selector")
+        only_cordoned = _flag(request, "onlyCordoned")
+        inverse = _flag(request, "inverse")
+        if selector is None and not only_cordoned and not inverse:
+            queues = queue_services.queue_list()
+        else:
+            queues = queue_actions.queues_filter(
+                selector=None if selector is None else parse_selector(selector),
+                only_cordoned=only_cordoned,
+                inverse=inverse,
+            )
+        return Response(QueueSerializer(queues, many=True).data)
 
     @extend_schema(
         request=QueueInputSerializer,

@@ -245,7 +245,9 @@ class RuleSerializer(serializers.Serializer):
     action = serializers.ChoiceField(choices=["Retry", "Fail"])
     onCategory = serializers.CharField()
     onSubcategory = serializers.CharField(required=False)
-    mutate = MutateSerializer(required=False, help_text="Retry rules only")
+    mutate = MutateSerializer(
+        required=False, help_text="Retry rules only (on a Fail rule: ignored, with a warning)"
+    )
 
 
 class RetryPolicySerializer(serializers.Serializer):
@@ -261,6 +263,19 @@ class RetryPolicySerializer(serializers.Serializer):
     createdAt = serializers.DateTimeField(read_only=True)
     updatedAt = serializers.DateTimeField(read_only=True)
     updatedBy = serializers.CharField(read_only=True)
+
+
+class RetryPolicySavedSerializer(RetryPolicySerializer):
+    """A policy just created, replaced or checked: the policy and the warnings of its parse."""
+
+    kind = serializers.CharField(required=False, help_text="RetryPolicy")  # one enum per name
+
+    warnings = serializers.ListField(
+        child=serializers.DictField(child=serializers.CharField()),
+        read_only=True,
+        help_text="what was accepted but has no effect (a mutate block on a Fail rule), "
+        "as {field, message}",
+    )
 
 
 class PreemptSerializer(serializers.Serializer):
@@ -390,6 +405,7 @@ class ExecutorSerializer(serializers.Serializer):
     pool = serializers.CharField()
     backend = serializers.CharField()
     cordoned = serializers.BooleanField(help_text="a cordoned executor gets no new leases")
+    cordonReason = serializers.CharField(help_text="why it was cordoned; empty when it is not")
     alive = serializers.BooleanField(help_text="heartbeat within executorTimeout")
     registeredAt = serializers.DateTimeField()
     lastHeartbeat = serializers.DateTimeField()

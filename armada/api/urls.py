@@ -6,6 +6,7 @@ from armada.api import (
     job_views,
     node_views,
     policy_views,
+    queue_action_views,
     queue_views,
     streams,
     token_views,
@@ -13,6 +14,19 @@ from armada.api import (
 
 urlpatterns = [
     path("queues", queue_views.QueueListView.as_view(), name="queue-list"),
+    # Before queues/<name>: POST acts on many queues; other methods reach a queue so named.
+    path("queues/cancel", queue_action_views.QueuesCancelView.as_view(), name="queues-cancel"),
+    path("queues/preempt", queue_action_views.QueuesPreemptView.as_view(), name="queues-preempt"),
+    path(
+        "queues/cordon",
+        queue_action_views.QueuesCordonView.as_view(),
+        name="queues-cordon",
+    ),
+    path(
+        "queues/uncordon",
+        queue_action_views.QueuesUncordonView.as_view(),
+        name="queues-uncordon",
+    ),
     path("queues/<str:name>", queue_views.QueueDetailView.as_view(), name="queue-detail"),
     path(
         "queues/<str:name>/cordon",

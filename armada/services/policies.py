@@ -80,8 +80,8 @@ def policy_spec(row: RetryPolicy) -> PolicySpec:
 
 def policy_as_document(row: RetryPolicy) -> dict[str, Any]:
     """The file form of a stored policy, with its version and who changed it last, and, on
-    a policy just saved or checked, the warnings of its parse (``warnings``: field and
-    message each, as errors are shown; left out when there are none)."""
+    a policy just saved or checked (one that carries ``row.warnings``), the warnings of its
+    parse (``warnings``: field and message each, as errors are shown; empty when none)."""
     document = {
         **policy_document(policy_spec(row)),
         "version": row.version,
@@ -89,8 +89,8 @@ def policy_as_document(row: RetryPolicy) -> dict[str, Any]:
         "updatedAt": row.updated_at.isoformat(),
         "updatedBy": row.updated_by,
     }
-    warnings = getattr(row, "warnings", ())
-    if warnings:
+    warnings = getattr(row, "warnings", None)
+    if warnings is not None:
         document["warnings"] = [{"field": w.field, "message": w.message} for w in warnings]
     return document
 

@@ -14,6 +14,7 @@ from armada.models import Job, Queue, RetryPolicy
 from armada.services.authz import require_global
 from armada.services.errors import AlreadyExists, FailedPrecondition, NotFound
 from armada.services.locking import lock
+from armada.services.queue_actions import QueueSelection, queues_set_cordoned
 
 
 def queue_get(*, name: str) -> Queue:
@@ -82,11 +83,11 @@ def queue_update(*, actor: Any, name: str, data: Any, now: datetime) -> Queue:
 
 
 def queue_set_cordoned(*, actor: Any, name: str, cordoned: bool, now: datetime) -> Queue:
-    require_global(actor, "cordon_queue", "cordon or uncordon queues")
-    with transaction.atomic():
-        updated = Queue.objects.filter(name=name).update(cordoned=cordoned, updated_at=now)
-        if not updated:
-            raise NotFound(f"queue {name!r} does not exist")
+    """Cordon or uncordon one queue (the one-queue case of
+    ``queue_actions.queues_set_cordoned``, which every cordon goes through)."""
+    queues_set_cordoned(
+        actor=actor, selection=QueueSelection(names=(name,)), cordoned=cordoned, now=now
+    )
     return queue_get(name=name)
 
 
