@@ -20,9 +20,8 @@ from armada.models import Job, Run
 from armada.services import job_lookups
 from armada.services.errors import ValidationFailed
 from armada.wire.event_messages import job_message, timestamp
+from armada.wire.job_requests import EXTERNAL_JOB_URI
 from armada.wire.registry import Call, unary
-
-EXTERNAL_JOB_URI = "armadaproject.io/externalJobUri"  # where SubmitJobs keeps it
 
 JOB_STATES = {
     JobState.QUEUED: submit_pb2.QUEUED,

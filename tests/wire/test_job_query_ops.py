@@ -214,10 +214,22 @@ def test_active_queues_by_pool_only_those_the_caller_may_watch(jobs, owner, admi
 
 def test_status_using_the_external_job_uri(queue, owner, outsider):
     from armada.services.errors import PermissionDenied, ValidationFailed
+    from armada.wire.podspec import pod_spec_message
 
     uri = "https://scheduler.example/runs/7"
-    tagged = job(annotations={"armadaproject.io/externalJobUri": uri})
-    [wanted, _other] = job_submit(actor=owner, data=job_file(jobs=[tagged, job()]), now=T0)
+    # Submitted through Armada's SubmitJobs, which keeps the URI with the job.
+    submit = load_operations()["api.Submit/SubmitJobs"].func
+    item = submit_pb2.JobSubmitRequestItem(pod_spec=pod_spec_message(job()["podSpec"]))
+    tagged = submit_pb2.JobSubmitRequestItem()
+    tagged.CopyFrom(item)
+    tagged.external_job_uri = uri
+    answer = submit(
+        Call(actor=owner, now=T0),
+        submit_pb2.JobSubmitRequest(
+            queue="demo", job_set_id="set-1", job_request_items=[tagged, item]
+        ),
+    )
+    [wanted, _other] = [i.job_id for i in answer.job_response_items]
     request = job_pb2.JobStatusUsingExternalJobUriRequest(
         queue="demo", jobset="set-1", external_job_uri=uri
     )
