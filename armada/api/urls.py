@@ -8,6 +8,7 @@ from armada.api import (
     policy_views,
     queue_action_views,
     queue_views,
+    report_views,
     streams,
     token_views,
 )
@@ -87,6 +88,10 @@ urlpatterns = [
     path("runs/<str:run_id>/log", job_views.RunLogView.as_view(), name="run-log"),
     path(
         "job-sets/<str:queue>/<path:job_set>/events", streams.job_set_events, name="job-set-events"
+    ),
+    path("reports/queues/<str:name>", report_views.QueueReportView.as_view(), name="queue-report"),
+    path(
+        "reports/scheduling", report_views.SchedulingReportView.as_view(), name="scheduling-report"
     ),
     path("tokens", token_views.TokenListView.as_view(), name="token-list"),
     path("tokens/<str:token_id>", token_views.TokenDetailView.as_view(), name="token-detail"),

@@ -310,6 +310,7 @@ PERMISSION_CODENAMES = (
     "create_retry_policy",
     "update_retry_policy",
     "delete_retry_policy",
+    "update_executor_settings",
 )
 
 

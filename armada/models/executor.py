@@ -2,6 +2,8 @@ from __future__ import annotations
 
 from django.db import models
 
+from armada.models.queue import EXECUTOR_PERMISSIONS
+
 
 class Executor(models.Model):
     """A cluster that runs jobs; ``last_heartbeat`` drives lease expiry."""
@@ -11,11 +13,13 @@ class Executor(models.Model):
     backend = models.CharField(max_length=32)
     tracked_node_labels = models.JSONField(default=list, blank=True)
     cordoned = models.BooleanField(default=False)
+    cordon_reason = models.CharField(max_length=255, blank=True, default="")
     registered_at = models.DateTimeField()
     last_heartbeat = models.DateTimeField()
 
     class Meta:
         ordering = ["id"]
+        permissions = list(EXECUTOR_PERMISSIONS.items())
 
     def __str__(self) -> str:
         return self.id

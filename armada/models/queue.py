@@ -26,9 +26,11 @@ POLICY_PERMISSIONS = {
     "update_retry_policy": "Can update retry policies",
     "delete_retry_policy": "Can delete retry policies",
 }
-assert set(QUEUE_PERMISSIONS) | set(POLICY_PERMISSIONS) | {"delete_queue"} == set(
-    PERMISSION_CODENAMES
-)
+# Armada's name for cordoning executors; it lives on Executor.
+EXECUTOR_PERMISSIONS = {"update_executor_settings": "Can cordon and uncordon executors"}
+assert set(QUEUE_PERMISSIONS) | set(POLICY_PERMISSIONS) | set(EXECUTOR_PERMISSIONS) | {
+    "delete_queue"
+} == set(PERMISSION_CODENAMES)
 
 
 class Queue(models.Model):

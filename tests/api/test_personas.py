@@ -301,7 +301,7 @@ ACTIONS = [
         lambda w: "/api/v1/executors/test/cordon",
         ADMIN,
         200,
-        "cordon_queue",
+        "update_executor_settings",
         check=lambda w: Executor.objects.get(id="test").cordoned,
     ),
     Action(
@@ -310,7 +310,7 @@ ACTIONS = [
         lambda w: "/api/v1/executors/spare/uncordon",
         ADMIN,
         200,
-        "cordon_queue",
+        "update_executor_settings",
         check=lambda w: not Executor.objects.get(id="spare").cordoned,
     ),
 ]

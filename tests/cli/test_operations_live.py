@@ -121,7 +121,7 @@ def test_executors_cordon_and_nodes(ctl, owner):
     code, out, _ = ctl("get", "executor", "cluster-1", "-o", "yaml")
     assert code == 0 and "name: n1" in out and "unschedulable: false" in out
     code, _, err = ctl("cordon", "executor", "cluster-1", user=("olive", "olive-password"))
-    assert code == 1 and "'cordon_queue'" in err and not Executor.objects.get().cordoned
+    assert code == 1 and "'update_executor_settings'" in err and not Executor.objects.get().cordoned
     code, out, _ = ctl("cordon", "executor", "cluster-1")
     assert (code, out) == (0, "Cordoned executor cluster-1\n") and Executor.objects.get().cordoned
     code, out, _ = ctl("uncordon", "executor", "cluster-1")
