@@ -20,6 +20,7 @@ from urllib.parse import quote
 import requests
 
 from armada.cli.client_actions import ActionCalls
+from armada.cli.client_reports import ReportCalls
 from armada.cli.config import Settings
 from armada.cli.errors import ApiError, error_from_body
 from armada.cli.stream import CAUGHT_UP, StreamDropped, read_events
@@ -36,7 +37,7 @@ RECONNECT_BACKOFF_MAX = 10.0
 TRANSIENT_STATUSES = frozenset({502, 503, 504})
 
 
-class ArmadaClient(ActionCalls):
+class ArmadaClient(ActionCalls, ReportCalls):
     """Calls the Armada API at ``settings.url`` with the configured credentials."""
 
     def __init__(
@@ -169,10 +170,16 @@ class ArmadaClient(ActionCalls):
         response = self._request("GET", f"executors/{quote(executor_id, safe='')}")
         return self._object(response, "executor")
 
-    def set_executor_cordoned(self, executor_id: str, cordoned: bool) -> dict[str, Any]:
-        """``POST /api/v1/executors/{id}/cordon`` or ``.../uncordon``."""
+    def set_executor_cordoned(
+        self, executor_id: str, cordoned: bool, reason: str = ""
+    ) -> dict[str, Any]:
+        """``POST /api/v1/executors/{id}/cordon`` (with ``{"reason"}`` when given) or
+        ``.../uncordon``."""
         action = "cordon" if cordoned else "uncordon"
-        response = self._request("POST", f"executors/{quote(executor_id, safe='')}/{action}")
+        body = {"reason": reason} if reason else None
+        response = self._request(
+            "POST", f"executors/{quote(executor_id, safe='')}/{action}", body=body
+        )
         return self._object(response, "executor")
 
     def get_run_log(self, run_id: str) -> dict[str, Any]:

@@ -18,7 +18,6 @@ from armada.cli.output import (
     render_job_sets,
     render_policies,
     render_queue,
-    render_queues,
     render_scheduling,
 )
 from armada.cli.policyfile import load_policy_file
@@ -113,23 +112,8 @@ def cmd_delete_queue(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def cmd_cordon_queue(args: argparse.Namespace) -> int:
-    queue = make_client(args).set_queue_cordoned(args.name, args.cordoned)
-    out(f"{'Cordoned' if args.cordoned else 'Uncordoned'} queue {queue.get('name') or args.name}")
-    return EXIT_OK
-
-
 def cmd_get_queue(args: argparse.Namespace) -> int:
     out(render_queue(make_client(args).get_queue(args.name), args.output))
-    return EXIT_OK
-
-
-def cmd_get_queues(args: argparse.Namespace) -> int:
-    queues = make_client(args).list_queues()
-    if not queues and args.output == "table":
-        print("No queues found.", file=sys.stderr)
-        return EXIT_OK
-    out(render_queues(queues, args.output))
     return EXIT_OK
 
 
@@ -241,12 +225,6 @@ def cmd_cancel(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def cmd_cancel_queue(args: argparse.Namespace) -> int:
-    cancelled = make_client(args).cancel_by_state(args.queue, args.states, args.reason or "")
-    out(f"Cancelling {len(cancelled)} job(s) in queue {args.queue} ({', '.join(args.states)})")
-    return EXIT_OK
-
-
 def cmd_get_job_sets(args: argparse.Namespace) -> int:
     job_sets = make_client(args).list_job_sets(args.queue)
     if not job_sets and args.output == "table":
@@ -271,8 +249,10 @@ def cmd_get_executor(args: argparse.Namespace) -> int:
 
 
 def cmd_cordon_executor(args: argparse.Namespace) -> int:
-    make_client(args).set_executor_cordoned(args.executor_id, args.cordoned)
-    out(f"{'Cordoned' if args.cordoned else 'Uncordoned'} executor {args.executor_id}")
+    reason = (getattr(args, "reason", None) or "").strip()
+    make_client(args).set_executor_cordoned(args.executor_id, args.cordoned, reason)
+    done = f"{'Cordoned' if args.cordoned else 'Uncordoned'} executor {args.executor_id}"
+    out(f"{done} ({reason})" if reason else done)
     return EXIT_OK
 
 

@@ -148,7 +148,16 @@ def render_job_sets(job_sets: Sequence[Mapping[str, Any]], fmt: str) -> str:
     return render_table(headers, rows)
 
 
-EXECUTOR_HEADERS = ("ID", "POOL", "BACKEND", "CORDONED", "ALIVE", "NODES", "LAST HEARTBEAT")
+EXECUTOR_HEADERS = (
+    "ID",
+    "POOL",
+    "BACKEND",
+    "CORDONED",
+    "ALIVE",
+    "NODES",
+    "LAST HEARTBEAT",
+    "CORDON REASON",
+)
 
 
 def render_executors(executors: Sequence[Mapping[str, Any]], fmt: str) -> str:
@@ -163,6 +172,7 @@ def render_executors(executors: Sequence[Mapping[str, Any]], fmt: str) -> str:
             cell(e.get("alive")),
             cell(e.get("nodeCount")),
             timestamp_cell(e.get("lastHeartbeat")),
+            cell(e.get("cordonReason")),
         ]
         for e in executors
     ]

@@ -12,6 +12,7 @@ from armada.cli.commands import PROG
 from armada.cli.parser_admin import (
     add_config_commands,
     add_executor_commands,
+    add_node_commands,
     add_session_commands,
 )
 from armada.cli.parser_common import (
@@ -117,6 +118,7 @@ def build_parser() -> ArgumentParser:
     add_policy_commands(tree)
     add_job_commands(tree)
     add_executor_commands(tree)
+    add_node_commands(tree)
     add_report_commands(tree)
     add_session_commands(tree)
     add_config_commands(tree)

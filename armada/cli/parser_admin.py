@@ -1,5 +1,6 @@
 """``armadactl`` commands for operators and for the session: executors (get, cordon,
-uncordon), login and logout, the config file's contexts, version."""
+uncordon), jobs on a node (cancel, preempt), login and logout, the config file's contexts,
+version."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from armada.cli.config_commands import (
     cmd_version,
 )
 from armada.cli.login import cmd_login, cmd_logout
-from armada.cli.parser_common import CommandTree, add_output_option
+from armada.cli.node_actions import check_node, cmd_node_action
+from armada.cli.parser_common import ArgumentParser, CommandTree, add_output_option, name_list
 
 
 def add_executor_commands(tree: CommandTree) -> None:
@@ -23,13 +25,78 @@ def add_executor_commands(tree: CommandTree) -> None:
     add_output_option(get)
     get.set_defaults(handler=cmd_get_executor)
 
-    for verb, cordoned, help_text in (
-        ("cordon", True, "Cordon an executor: it gets no new leases; its running jobs carry on."),
-        ("uncordon", False, "Uncordon an executor: it gets new leases again."),
-    ):
-        leaf = tree.leaf(verb, "executor", help_text)
-        leaf.add_argument("executor_id", metavar="ID")
-        leaf.set_defaults(handler=cmd_cordon_executor, cordoned=cordoned)
+    cordon = tree.leaf(
+        "cordon",
+        "executor",
+        "Cordon an executor: it gets no new leases; its running jobs carry on. Needs the "
+        "update_executor_settings permission.",
+    )
+    cordon.add_argument("executor_id", metavar="ID")
+    cordon.add_argument(
+        "reason",
+        metavar="REASON",
+        nargs="?",
+        default="",
+        help="why; shown with the executor until it is uncordoned (Armada's armadactl asks "
+        "for one)",
+    )
+    cordon.set_defaults(handler=cmd_cordon_executor, cordoned=True)
+    uncordon = tree.leaf("uncordon", "executor", "Uncordon an executor: it gets new leases again.")
+    uncordon.add_argument("executor_id", metavar="ID")
+    uncordon.set_defaults(handler=cmd_cordon_executor, cordoned=False)
+
+
+def _add_node_filters(parser: ArgumentParser, action: str, done: str) -> None:
+    parser.add_argument(
+        "-q",
+        "--queues",
+        type=name_list,
+        action="extend",
+        metavar="Q1,Q2",
+        help=f"{action} only jobs of these queues (default: all)",
+    )
+    classes = parser.add_mutually_exclusive_group()
+    classes.add_argument(
+        "-p",
+        "--priority-classes",
+        type=name_list,
+        action="extend",
+        metavar="PC1,PC2",
+        help=f"{action} only jobs of these priority classes (default: all)",
+    )
+    classes.add_argument(
+        "-a",
+        "--all-priority-classes",
+        action="store_true",
+        help="jobs of every priority class (the default; Armada's flag)",
+    )
+    parser.add_argument("--reason", default="", help=f"recorded on the {done} jobs")
+    add_output_option(parser)
+
+
+def add_node_commands(tree: CommandTree) -> None:
+    """``cancel|preempt node NODE -e EXECUTOR`` (Armada's shape) and the same as
+    ``cancel|preempt on-node EXECUTOR NODE``."""
+    for action, done in (("cancel", "cancelled"), ("preempt", "preempted")):
+        help_text = (
+            f"{action.capitalize()} every active job on a node of an executor, all or nothing."
+        )
+        node = tree.leaf(action, "node", help_text)
+        node.add_argument("node", metavar="NODE")
+        node.add_argument(
+            "-e", "--executor", metavar="EXECUTOR", help="the executor the node belongs to"
+        )
+        _add_node_filters(node, action, done)
+        node.set_defaults(
+            handler=cmd_node_action, action=action, check=check_node, command_parser=node
+        )
+        on_node = tree.leaf(action, "on-node", help_text)
+        on_node.add_argument("executor", metavar="EXECUTOR")
+        on_node.add_argument("node", metavar="NODE")
+        _add_node_filters(on_node, action, done)
+        on_node.set_defaults(
+            handler=cmd_node_action, action=action, check=check_node, command_parser=on_node
+        )
 
 
 def add_session_commands(tree: CommandTree) -> None:

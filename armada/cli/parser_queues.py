@@ -1,31 +1,58 @@
-"""``armadactl`` commands for queues: create, update, delete, cordon, uncordon, get, and
-cancel the jobs of a queue by state."""
+"""``armadactl`` commands for queues: create, update, delete, get, and the commands that
+act on many queues at once (``cancel|preempt|cordon|uncordon queues``, ``get queues``),
+with Armada's flag names beside ours."""
 
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from armada.cli.commands import (
     check_update_queue,
-    cmd_cancel_queue,
-    cmd_cordon_queue,
     cmd_create_queue,
     cmd_delete_queue,
     cmd_get_queue,
-    cmd_get_queues,
     cmd_update_queue,
 )
 from armada.cli.parser_common import (
+    ArgumentParser,
     CommandTree,
     add_output_option,
     label_map,
     name_list,
     priority_factor,
 )
+from armada.cli.queue_actions import (
+    check_cancel,
+    check_selection,
+    cmd_cancel_queues,
+    cmd_cordon_queues,
+    cmd_get_queues,
+    cmd_preempt_queues,
+)
+
+
+class MergeLabels(argparse.Action):
+    """``--labels a=1 --labels b=2`` gives ``{"a": "1", "b": "2"}`` (Armada's flag may be
+    repeated); a key given twice is an error."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        current = dict(getattr(namespace, self.dest, None) or {})
+        twice = sorted(set(current) & set(values))
+        if twice:
+            parser.error(f"argument {option_string}: label {twice[0]!r} is given twice")
+        setattr(namespace, self.dest, {**current, **values})
 
 
 def _add_queue_fields(parser: argparse.ArgumentParser, *, update: bool) -> None:
-    """The queue flags shared by ``create queue`` and ``update queue``."""
+    """The queue flags shared by ``create queue`` and ``update queue``. Lists are comma
+    separated, and a flag may be repeated (as Armada's): the values add up."""
     clear = '; "" clears it' if update else ""
     parser.add_argument(
         "--priority-factor",
@@ -34,20 +61,31 @@ def _add_queue_fields(parser: argparse.ArgumentParser, *, update: bool) -> None:
         help="at least 1.0; higher means a smaller fair share",
     )
     parser.add_argument(
-        "--owners", type=name_list, metavar="A,B", help=f"users who own the queue{clear}"
+        "--owners",
+        type=name_list,
+        action="extend",
+        metavar="A,B",
+        help=f"users who own the queue{clear}",
     )
     parser.add_argument(
-        "--group-owners", type=name_list, metavar="G,H", help=f"groups who own the queue{clear}"
+        "--group-owners",
+        type=name_list,
+        action="extend",
+        metavar="G,H",
+        help=f"groups who own the queue{clear}",
     )
     parser.add_argument(
+        "-l",
         "--labels",
         type=label_map,
+        action=MergeLabels,
         metavar="K=V,K2=V2",
         help=f"labels of the queue{' (replaces them all)' if update else ''}{clear}",
     )
     parser.add_argument(
         "--retry-policies",
         type=name_list,
+        action="extend",
         metavar="P1,P2",
         help=f"retry policies, in order (the first whose rules match decides){clear}",
     )
@@ -58,7 +96,11 @@ def add_queue_commands(tree: CommandTree) -> None:
     create.add_argument("name", metavar="NAME", help="queue name (a lower-case RFC 1123 label)")
     _add_queue_fields(create, update=False)
     create.add_argument(
-        "--cordoned", action="store_true", help="create it cordoned (no new jobs accepted)"
+        "--cordoned",
+        "--cordon",
+        dest="cordoned",
+        action="store_true",
+        help="create it cordoned (no new jobs accepted)",
     )
     create.add_argument(
         "--dry-run", action="store_true", help="have the server check it; create nothing"
@@ -75,6 +117,7 @@ def add_queue_commands(tree: CommandTree) -> None:
     cordon_flags = update.add_mutually_exclusive_group()
     cordon_flags.add_argument(
         "--cordoned",
+        "--cordon",
         dest="cordoned",
         action="store_const",
         const=True,
@@ -89,39 +132,136 @@ def add_queue_commands(tree: CommandTree) -> None:
     delete.add_argument("name", metavar="NAME")
     delete.set_defaults(handler=cmd_delete_queue)
 
-    for verb, cordoned, help_text in (
-        (
-            "cordon",
-            True,
-            "Cordon a queue: no new jobs are accepted or scheduled; running jobs carry on.",
-        ),
-        ("uncordon", False, "Uncordon a queue: it accepts new jobs again."),
-    ):
-        leaf = tree.leaf(verb, "queue", help_text)
-        leaf.add_argument("name", metavar="NAME")
-        leaf.set_defaults(handler=cmd_cordon_queue, cordoned=cordoned)
-
     get = tree.leaf("get", "queue", "Show one queue.")
     get.add_argument("name", metavar="NAME")
     add_output_option(get)
     get.set_defaults(handler=cmd_get_queue)
-    get_all = tree.leaf("get", "queues", "List the queues.")
+    get_all = tree.leaf(
+        "get",
+        "queues",
+        "List the queues: all of them, or those picked by name or by labels (-l).",
+    )
+    _add_selection(get_all, only_cordoned=True, dry_run=False)
     add_output_option(get_all)
-    get_all.set_defaults(handler=cmd_get_queues)
+    get_all.set_defaults(
+        handler=cmd_get_queues,
+        check=lambda args: check_selection(args, required=False),
+        command_parser=get_all,
+    )
+    add_queue_actions(tree)
 
+
+def _add_selection(parser: ArgumentParser, *, only_cordoned: bool, dry_run: bool = True) -> None:
+    """Picking queues: names, or ``-l`` label selector terms, with ``--inverse``."""
+    parser.add_argument(
+        "queues", nargs="*", metavar="QUEUE", help="queue names (or pick them with -l)"
+    )
+    parser.add_argument(
+        "-l",
+        "--selector",
+        "--match-labels",
+        dest="selector",
+        type=name_list,
+        action="extend",
+        metavar="K=V,K2",
+        help="pick the queues that have every one of these labels (key=value, or key: any "
+        "value); comma separated or repeated",
+    )
+    parser.add_argument(
+        "--inverse",
+        action="store_true",
+        help="pick every queue except those the names or labels pick",
+    )
+    if only_cordoned:
+        parser.add_argument(
+            "--only-cordoned", action="store_true", help="pick only cordoned queues"
+        )
+    if dry_run:
+        parser.add_argument(
+            "--dry-run",
+            action="store_true",
+            help="have the server check everything and say what would be done; change nothing",
+        )
+
+
+def _add_job_filters(parser: ArgumentParser, verb: str, done: str) -> None:
+    classes = parser.add_mutually_exclusive_group()
+    classes.add_argument(
+        "-p",
+        "--priority-classes",
+        type=name_list,
+        action="extend",
+        metavar="PC1,PC2",
+        help=f"{verb} only jobs of these priority classes (default: all)",
+    )
+    classes.add_argument(
+        "-a",
+        "--all-priority-classes",
+        action="store_true",
+        help="jobs of every priority class (the default; Armada's flag)",
+    )
+    parser.add_argument(
+        "--pools",
+        type=name_list,
+        action="extend",
+        metavar="P1,P2",
+        help=f"{verb} only jobs in these pools (default: all; a queued job matches every pool)",
+    )
+    parser.add_argument("--reason", default="", help=f"recorded on the {done} jobs")
+    add_output_option(parser)
+
+
+def add_queue_actions(tree: CommandTree) -> None:
+    """``cancel|preempt|cordon|uncordon queues`` (``queue`` is the same command)."""
     cancel = tree.leaf(
         "cancel",
-        "queue",
-        "Cancel every job of a queue (any job set) in the given states, all or nothing.",
+        "queues",
+        "Cancel the jobs in the given states of every queue picked by name or by labels "
+        "(-l), all or nothing.",
+        aliases=["queue"],
     )
-    cancel.add_argument("queue", metavar="QUEUE")
+    _add_selection(cancel, only_cordoned=True)
     cancel.add_argument(
+        "-s",
+        "--job-states",
         "--state",
         dest="states",
-        action="append",
+        type=name_list,
+        action="extend",
         required=True,
-        choices=("queued", "leased", "pending", "running"),
-        help="a state to cancel (repeat for several)",
+        metavar="S1,S2",
+        help="the states to cancel: queued, leased, pending, running (comma separated or repeated)",
     )
-    cancel.add_argument("--reason", default="", help="recorded on the cancelled jobs")
-    cancel.set_defaults(handler=cmd_cancel_queue)
+    _add_job_filters(cancel, "cancel", "cancelled")
+    cancel.set_defaults(handler=cmd_cancel_queues, check=check_cancel, command_parser=cancel)
+
+    preempt = tree.leaf(
+        "preempt",
+        "queues",
+        "Preempt the jobs holding a run (leased, pending, running) of every queue picked by "
+        "name or by labels (-l), all or nothing; they end preempted and are not retried.",
+        aliases=["queue"],
+    )
+    _add_selection(preempt, only_cordoned=True)
+    _add_job_filters(preempt, "preempt", "preempted")
+    preempt.set_defaults(handler=cmd_preempt_queues, check=check_selection, command_parser=preempt)
+
+    for verb, cordoned, help_text in (
+        (
+            "cordon",
+            True,
+            "Cordon queues picked by name or by labels (-l): no new jobs are accepted or "
+            "scheduled; running jobs carry on.",
+        ),
+        (
+            "uncordon",
+            False,
+            "Uncordon queues picked by name or by labels (-l): they accept new jobs again.",
+        ),
+    ):
+        leaf = tree.leaf(verb, "queues", help_text, aliases=["queue"])
+        _add_selection(leaf, only_cordoned=False)
+        add_output_option(leaf)
+        leaf.set_defaults(
+            handler=cmd_cordon_queues, cordoned=cordoned, check=check_selection, command_parser=leaf
+        )

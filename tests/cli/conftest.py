@@ -1,12 +1,13 @@
 """A fake Armada API on a real socket, for testing ``armadactl`` without Django.
 
 ``FakeArmada`` serves the REST contract from memory with ``ThreadingHTTPServer`` on
-127.0.0.1, port 0: queues (create, get, list, PATCH, DELETE, cordon, uncordon), retry
-policies (create, get, list, PUT, DELETE), job submission, a job with its runs, a run's log
-and the event stream. Each request is recorded (method, path as sent, query, headers, JSON
-body). The events endpoint streams NDJSON and follows a list of ``StreamPlan``s, one per
-connection, so a test can cut a stream half way (chunked body broken off, or a
-close-delimited body ended mid-line) and check that the client resumes from its cursor.
+127.0.0.1, port 0: queues (create, get, list with a label selector, PATCH, DELETE, cordon,
+uncordon), retry policies (create, get, list, PUT, DELETE), job submission, a job with its
+runs, a run's log and the event stream; any other answer can be canned per method and path.
+Each request is recorded (method, path as sent, query, headers, JSON body). The events
+endpoint streams NDJSON and follows a list of ``StreamPlan``s, one per connection, so a test
+can cut a stream half way (chunked body broken off, or a close-delimited body ended
+mid-line) and check that the client resumes from its cursor.
 """
 
 from __future__ import annotations
@@ -128,6 +129,8 @@ class FakeArmada:
     stream_plans: list[StreamPlan] = field(default_factory=list)
     raw_prefix: list[bytes] = field(default_factory=list)  # lines sent before the events
     requests: list[Recorded] = field(default_factory=list)
+    # (method, path) -> (status, JSON body): answered before any other route.
+    canned: dict[tuple[str, str], tuple[int, Any]] = field(default_factory=dict)
     token: str | None = None  # when set, requests need this token ...
     basic: tuple[str, str] | None = None  # ... or these basic credentials
     next_job: int = 0
@@ -229,8 +232,21 @@ class Handler(BaseHTTPRequestHandler):
         if not self.authorized():
             return self.send_error_body(401, "Authentication credentials were not provided.")
         segments = [unquote(s) for s in path.split("/")]
+        if ("GET", path) in self.fake.canned:
+            return self.send_json(*self.fake.canned["GET", path])
         if path == "/api/v1/queues":
-            return self.send_json(200, sorted(self.fake.queues.values(), key=lambda q: q["name"]))
+            queues = sorted(self.fake.queues.values(), key=lambda q: q["name"])
+            terms = [t for t in query.get("selector", "").split(",") if t]
+            for term in terms:
+                key, sep, value = term.partition("=")
+                queues = [
+                    q
+                    for q in queues
+                    if key in q["labels"] and (not sep or q["labels"][key] == value)
+                ]
+            if query.get("onlyCordoned") == "true":
+                queues = [q for q in queues if q["cordoned"]]
+            return self.send_json(200, queues)
         if len(segments) == 5 and segments[:4] == ["", "api", "v1", "queues"]:
             queue = self.fake.queues.get(segments[4])
             if queue is None:
@@ -270,6 +286,8 @@ class Handler(BaseHTTPRequestHandler):
         path, _, body = self.record()
         if not self.authorized():
             return self.send_error_body(401, "Authentication credentials were not provided.")
+        if ("POST", path) in self.fake.canned:
+            return self.send_json(*self.fake.canned["POST", path])
         if path == "/api/v1/queues":
             name = body.get("name")
             if name in self.fake.queues:

@@ -1240,6 +1240,9 @@ def test_help_lists_the_new_commands(capsys: pytest.CaptureFixture[str]) -> None
         "executors",
         "executor",
         "scheduling",
+        "queue-report",
+        "job-report",
+        "scheduling-report",
     ]
 
 
