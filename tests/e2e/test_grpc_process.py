@@ -4,14 +4,17 @@ by runall's supervisor when it dies; and in the ``system`` of the end-to-end tes
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 
 import grpc
 import pytest
+import requests
+from armada_client.armada import submit_pb2
 from armada_client.client import ArmadaClient
 
-from tests.e2e.conftest import authenticated_channel, wait_for_grpc
+from tests.e2e.conftest import HTTP_TIMEOUT, authenticated_channel, wait_for_grpc
 from tests.e2e.test_runall import Runall
 from tests.test_supervisor import alive
 
@@ -95,3 +98,94 @@ def test_the_e2e_system_serves_armada_client_as_a_given_user(system, armada_clie
     assert stranger.get_queue("grpc-e2e").name == "grpc-e2e"
     basic = armada_client("e2e-admin", password="e2e-password")
     assert basic.event_health().status == basic.event_health().SERVING
+
+
+def _container() -> dict:
+    resources = {"cpu": "100m", "memory": "64Mi"}
+    return {
+        "name": "main",
+        "image": "busybox:latest",
+        "command": ["true"],
+        "resources": {"requests": resources, "limits": resources},
+    }
+
+
+def test_the_gateway_of_the_web_process_submits_and_streams_a_job_set(system):
+    """Armada's REST paths on the real web process (uvicorn, the body guard, async streams)
+    with the real operations: a queue, a submit in Kubernetes JSON, the job set's events."""
+    created = system.post("/v1/queue", json={"name": "gateway", "priorityFactor": 1})
+    assert created.status_code == 200, created.text
+    assert created.json() == {}
+    got = system.get("/v1/queue/gateway")
+    assert got.status_code == 200 and got.json()["name"] == "gateway"
+    missing = system.get("/v1/queue/no-such-queue")
+    assert missing.status_code == 404 and missing.json()["code"] == 5
+
+    item = {
+        "priority": 1,
+        "namespace": "default",
+        "annotations": {"fake.armadaproject.io/duration": "1s"},
+        "podSpec": {"containers": [_container()]},
+    }
+    typo = system.post(
+        "/v1/job/submit",
+        json={"queue": "gateway", "jobSetId": "s", "jobRequestItems": [{**item, "prio": 2}]},
+    )
+    assert typo.status_code == 400
+    assert typo.json()["message"] == "invalid request: jobRequestItems[0].prio: unknown field"
+    submitted = system.post(
+        "/v1/job/submit",
+        json={"queue": "gateway", "jobSetId": "s", "jobRequestItems": [item]},
+    )
+    assert submitted.status_code == 200, submitted.text
+    (job_id,) = [i["jobId"] for i in submitted.json()["jobResponseItems"]]
+
+    def events() -> list[dict]:
+        response = system.post("/v1/job-set/gateway/s", json={"watch": False})
+        assert response.status_code == 200, response.text
+        return [json.loads(line) for line in response.text.splitlines() if line]
+
+    lines = system.wait_for(
+        "the job to succeed on the gateway's stream",
+        lambda: (found := events()) and "succeeded" in found[-1]["result"]["message"] and found,
+    )
+    kinds = [next(iter(line["result"]["message"])) for line in lines]
+    assert kinds[0] == "submitted" and kinds[-1] == "succeeded"
+    assert all(next(iter(line["result"]["message"].values()))["jobId"] == job_id for line in lines)
+    # Without credentials the body guard answers before reading the body.
+    refused = requests.post(
+        system.url + "/v1/job/submit", json={"queue": "gateway"}, timeout=HTTP_TIMEOUT
+    )
+    assert refused.status_code == 401 and refused.json()["code"] == 16
+
+
+def test_armada_client_submits_and_follows_a_job_to_success(system, armada_client):
+    admin = armada_client("e2e-admin")
+    admin.create_queue(admin.create_queue_request(name="grpc-jobs", priority_factor=1.0))
+    from armada_client.k8s.io.api.core.v1 import generated_pb2 as core_v1
+    from armada_client.k8s.io.apimachinery.pkg.api.resource import generated_pb2 as quantity
+
+    resources = {
+        "cpu": quantity.Quantity(string="100m"),
+        "memory": quantity.Quantity(string="64Mi"),
+    }
+    pod = core_v1.PodSpec(
+        containers=[
+            core_v1.Container(
+                name="main",
+                image="busybox:latest",
+                command=["true"],
+                resources=core_v1.ResourceRequirements(requests=resources, limits=resources),
+            )
+        ]
+    )
+    item = admin.create_job_request_item(priority=1, pod_spec=pod, namespace="default")
+    response = admin.submit_jobs("grpc-jobs", "set-1", [item])
+    (job_id,) = [i.job_id for i in response.job_response_items]
+    assert job_id
+
+    def succeeded() -> bool:
+        states = admin.get_job_status([job_id]).job_states
+        return states[job_id] == submit_pb2.SUCCEEDED
+
+    system.wait_for("the job to succeed", succeeded, timeout=90)
