@@ -11,6 +11,8 @@ a write, for every operation at once.
 
 from __future__ import annotations
 
+from functools import cache
+
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import DecodeError, Message
 
@@ -33,48 +35,59 @@ def decode(request_class: type[Message], raw: bytes) -> Message:
         ) from None
 
 
-def _key(where: str, key: object) -> str:
-    return f"{where}[{key}]"
+# How the walk treats a field, by descriptor (looked up once per field, then cached).
+_SKIP, _TEXT, _TEXTS, _ONE, _MANY, _MAP_TEXT, _MAP_MESSAGE = range(7)
 
 
-def _join(where: str, name: str) -> str:
-    return f"{where}.{name}" if where else name
+@cache
+def _kind(field: FieldDescriptor) -> int:
+    if field.type == _MESSAGE:
+        if field.message_type.GetOptions().map_entry:
+            value = field.message_type.fields_by_name["value"]
+            return _MAP_MESSAGE if value.type == _MESSAGE else _MAP_TEXT
+        return _MANY if field.is_repeated else _ONE
+    if field.type == _STRING:
+        return _TEXTS if field.is_repeated else _TEXT
+    return _SKIP
 
 
 def message_text_problems(message: Message, limit: int = MAX_PROBLEMS) -> list[FieldError]:
     """Every string of ``message`` (map keys too) that holds a NUL character, as a field path
-    in JSON names; at most ``limit``. Iterative, so nesting cannot overflow the stack."""
+    in JSON names; at most ``limit``. Iterative, so nesting cannot overflow the stack; a
+    message's path is kept as segments (``.podSpec``, ``[0]``) and joined only for a problem."""
     problems: list[FieldError] = []
-    stack: list[tuple[Message, str]] = [(message, "")]
+    stack: list[tuple[Message, tuple[str, ...]]] = [(message, ())]
+
+    def problem(where: tuple[str, ...], *more: str, key: bool = False) -> None:
+        text = f"(the key) {NUL_PROBLEM}" if key else NUL_PROBLEM
+        problems.append(FieldError("".join((*where, *more)).lstrip("."), text))
+
     while stack and len(problems) < limit:
         current, where = stack.pop()
         for field, value in current.ListFields():
-            path = _join(where, field.json_name)
-            if field.type == _MESSAGE:
-                if field.message_type.GetOptions().map_entry:
-                    value_field = field.message_type.fields_by_name["value"]
-                    for key, item in value.items():
-                        if isinstance(key, str) and "\x00" in key:
-                            problems.append(
-                                FieldError(_key(path, repr(key)), f"(the key) {NUL_PROBLEM}")
-                            )
-                        if value_field.type == _MESSAGE:
-                            stack.append((item, _key(path, key)))
-                        elif isinstance(item, str) and "\x00" in item:
-                            problems.append(FieldError(_key(path, key), NUL_PROBLEM))
-                elif field.is_repeated:
-                    stack.extend((item, f"{path}[{i}]") for i, item in enumerate(value))
-                else:
-                    stack.append((value, path))
-            elif field.type == _STRING:
-                if field.is_repeated:
-                    problems += [
-                        FieldError(f"{path}[{i}]", NUL_PROBLEM)
-                        for i, item in enumerate(value)
-                        if "\x00" in item
-                    ]
-                elif "\x00" in value:
-                    problems.append(FieldError(path, NUL_PROBLEM))
+            kind = _kind(field)
+            if kind == _SKIP:
+                continue
+            name = "." + field.json_name
+            if kind == _TEXT:
+                if "\x00" in value:
+                    problem(where, name)
+            elif kind == _ONE:
+                stack.append((value, (*where, name)))
+            elif kind == _MANY:
+                stack.extend((item, (*where, name, f"[{i}]")) for i, item in enumerate(value))
+            elif kind == _TEXTS:
+                for i, item in enumerate(value):
+                    if "\x00" in item:
+                        problem(where, name, f"[{i}]")
+            else:
+                for key, item in value.items():
+                    if isinstance(key, str) and "\x00" in key:
+                        problem(where, name, f"[{key!r}]", key=True)
+                    if kind == _MAP_MESSAGE:
+                        stack.append((item, (*where, name, f"[{key}]")))
+                    elif isinstance(item, str) and "\x00" in item:
+                        problem(where, name, f"[{key}]")
     return problems[:limit]
 
 
