@@ -238,8 +238,18 @@ def test_a_batch_costs_at_most_two_reads(queue, owner, django_assert_max_num_que
         event_messages(queued)
 
 
+@pytest.fixture
+def fresh_policy_cache():
+    """The scheduler's policy cache lives as long as the process: start from an empty one."""
+    from armada.services.policy_cache import policy_cache
+
+    policy_cache.__init__()
+    yield
+    policy_cache.__init__()
+
+
 def test_a_job_failed_and_retried_by_a_policy_streams_retryable_then_final(
-    settings, queue, owner, admin_user
+    settings, queue, owner, admin_user, fresh_policy_cache
 ):
     agent = fake_agent(
         settings,
