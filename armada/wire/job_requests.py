@@ -32,9 +32,9 @@ ITEMS = "jobRequestItems"
 
 
 class FieldNames:
-    """Our job file's field paths (``jobs[3].podSpec...``) -> the request's (``jobRequestItems
-    [3].podSpecs[0]...``): where each item's pod spec came from, and which annotations came from
-    fields of their own."""
+    """Our job file's field paths -> the request's: ``jobs[3].podSpec.containers`` is
+    ``jobRequestItems[3].podSpecs[0].containers`` when that item's pod spec came in
+    ``podSpecs``, and an annotation made from a field of the item is named as that field."""
 
     def __init__(self) -> None:
         self.pod_spec: dict[int, str] = {}
