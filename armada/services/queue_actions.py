@@ -298,7 +298,11 @@ def _require_on_each(actor: Any, queues: Iterable[Queue], verb: str) -> None:
 def _jobs(
     queues: list[Queue], *, states: list[str], priority_classes: list[str], pools: list[str]
 ) -> QuerySet:
-    rows = Job.objects.filter(queue_id__in=[q.name for q in queues], state__in=states)
+    """The jobs of ``queues`` that pass the filters, with only the fields stopping them reads
+    (a pod spec is large, and tens of thousands of jobs may be picked)."""
+    rows = Job.objects.filter(queue_id__in=[q.name for q in queues], state__in=states).only(
+        "id", "queue_id", "job_set", "state"
+    )
     if priority_classes:
         rows = rows.filter(priority_class__in=priority_classes)
     if pools:
@@ -340,7 +344,7 @@ def queues_cancel(
         queues = _picked(selection, for_update=False)
         _require_on_each(actor, queues, CANCEL)
         rows = _jobs(queues, states=wanted, priority_classes=classes, pools=pool_names)
-        return _by_queue(queues, rows.only("id", "queue_id").order_by("id"))
+        return _by_queue(queues, rows.order_by("id"))
     with transaction.atomic():
         queues = _picked(selection, for_update=True)
         _require_on_each(actor, queues, CANCEL)
@@ -384,7 +388,7 @@ def queues_preempt(
         queues = _picked(selection, for_update=False)
         _require_on_each(actor, queues, PREEMPT_ACTION)
         rows = _jobs(queues, states=wanted, priority_classes=classes, pools=pool_names)
-        return _by_queue(queues, rows.only("id", "queue_id").order_by("id"))
+        return _by_queue(queues, rows.order_by("id"))
     with transaction.atomic():
         queues = _picked(selection, for_update=True)
         _require_on_each(actor, queues, PREEMPT_ACTION)
