@@ -95,7 +95,7 @@ def check_update_queue(args: argparse.Namespace) -> str | None:
     if not queue_changes(args):
         return (
             "nothing to change; give at least one of --priority-factor, --owners, "
-            "--group-owners, --labels, --retry-policies, --cordoned, --uncordoned"
+            "--group-owners, --labels, --retry-policies, --cordoned (--cordon), --uncordoned"
         )
     return None
 
@@ -336,6 +336,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
             exit_if_inactive=args.exit_if_inactive,
             tz=UTC if args.utc else None,
             tracker=tracker,
+            raw=getattr(args, "raw", False),
         )
     except KeyboardInterrupt:
         if tracker.states:

@@ -44,9 +44,9 @@ __all__ = [
 
 DESCRIPTION = "Command-line client of the Armada batch-job control plane."
 EPILOG = """\
-connection options (--url, --username, --password, --token, --config) go before the
-command or after it: `armadactl --url URL get queues` and `armadactl get queues --url URL`
-are the same.
+connection options (--url or --armadaUrl, --username, --password, --token, --config,
+--context) go before the command or after it: `armadactl --url URL get queues` and
+`armadactl get queues --url URL` are the same.
 
 `armadactl login` asks for your password once and stores an API token in the config
 file; every later command sends the token (`armadactl logout` revokes it).
@@ -55,7 +55,9 @@ Each setting is taken from, first match wins:
   1. the flag;
   2. the environment: ARMADA_URL, ARMADA_USERNAME, ARMADA_PASSWORD, ARMADA_TOKEN;
   3. the config file: --config PATH, else $ARMADACTL_CONFIG, else ~/.armadactl.yaml
-     (YAML with the keys url, username, password, token);
+     (YAML with the keys url, username, password, token; or Armada's currentContext and
+     contexts: {NAME: {armadaUrl, basicAuth: {username, password}, ...}}, the context
+     chosen by --context, else $ARMADA_CONTEXT, else currentContext);
   4. the default url http://127.0.0.1:8000, no credentials.
 A token is sent as `Authorization: Token <token>`; otherwise a username and password are
 sent with HTTP basic auth.
@@ -76,7 +78,12 @@ examples:
   armadactl get job-sets analytics     # job counts per state of each job set
   armadactl get scheduling 01jabc...   # why a job is still queued
   armadactl cancel queue analytics --state queued
-  armadactl get executors; armadactl cordon executor cluster-1
+  armadactl cancel queues -l team=ml -s queued,running --dry-run   # many queues at once
+  armadactl cordon queues -l team=ml --inverse
+  armadactl preempt node node-7 -e cluster-1 --reason "disk failing"
+  armadactl get queue-report analytics -v; armadactl get scheduling-report
+  armadactl get executors; armadactl cordon executor cluster-1 "kernel upgrade"
+  armadactl config use-context prod; armadactl --context dev get queues
 """
 
 
@@ -100,10 +107,8 @@ def build_parser() -> ArgumentParser:
     add_create_from_file(create)
     tree.group("update", "Change a resource.")
     tree.group("delete", "Delete a resource.")
-    tree.group(
-        "cordon", "Cordon a queue: no new jobs are accepted or scheduled; running jobs carry on."
-    )
-    tree.group("uncordon", "Uncordon a queue: it accepts new jobs again.")
+    tree.group("cordon", "Stop new work: cordon queues or an executor; running jobs carry on.")
+    tree.group("uncordon", "Uncordon queues or an executor: they take new work again.")
     tree.group("get", "Show resources.")
     tree.group("preempt", "Preempt running jobs.", dest="kind", metavar="KIND")
     tree.group("cancel", "Cancel jobs.", dest="kind", metavar="KIND")

@@ -3,6 +3,8 @@ preempt and reprioritize."""
 
 from __future__ import annotations
 
+import argparse
+
 from armada.cli.commands import (
     cmd_cancel,
     cmd_get_job,
@@ -66,6 +68,14 @@ def _add_submit_watch_logs(tree: CommandTree) -> None:
     watch.add_argument(
         "--utc", action="store_true", help="print times in UTC rather than local time"
     )
+    watch.add_argument(
+        "--raw",
+        action="store_true",
+        help="print each event as the server sends it, one JSON object a line (Armada's flag)",
+    )
+    for flag in ("--force-new-events", "--force-legacy-events"):
+        # Armada's debugging switches between its event stores: accepted, nothing to switch.
+        watch.add_argument(flag, action="store_true", help=argparse.SUPPRESS)
     watch.set_defaults(handler=cmd_watch)
 
     logs = tree.leaf(None, "logs", "Print the log of a job run, as it is.")

@@ -187,14 +187,19 @@ def run_watch(
     clock: Callable[[], float] = time.monotonic,
     summary_interval: float = SUMMARY_INTERVAL,
     tracker: JobSetTracker | None = None,
+    raw: bool = False,
 ) -> int:
     """Print ``events`` as they come; returns 0 when the job set is finished (or the stream ends).
 
     ``events`` holds event dicts and ``CAUGHT_UP`` markers. At a marker, the summary line is
     printed if any job changed state since the last one and ``summary_interval`` seconds
     have passed (the first is printed at once); then, with ``exit_if_inactive``, the watch
-    ends if every job seen is finished, with a last summary.
+    ends if every job seen is finished, with a last summary. With ``raw`` (Armada's
+    ``--raw``) each event is printed as the server sent it, one JSON object a line, and no
+    summary is printed.
     """
+    if raw:
+        return _run_raw(events, out, exit_if_inactive=exit_if_inactive, tracker=tracker)
     if tracker is None:
         tracker = JobSetTracker()
     printed_version = 0
@@ -214,4 +219,22 @@ def run_watch(
         print(format_event(event, tz), file=out, flush=True)
     if tracker.version != printed_version:
         print(tracker.summary(), file=out, flush=True)
+    return 0
+
+
+def _run_raw(
+    events: Iterable[Mapping[str, Any]],
+    out: TextIO,
+    *,
+    exit_if_inactive: bool,
+    tracker: JobSetTracker | None,
+) -> int:
+    tracker = tracker if tracker is not None else JobSetTracker()
+    for event in events:
+        if event is CAUGHT_UP:
+            if exit_if_inactive and tracker.inactive:
+                return 0
+            continue
+        tracker.observe(event)
+        print(json.dumps(event, ensure_ascii=False), file=out, flush=True)
     return 0

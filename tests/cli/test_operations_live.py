@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from django.contrib.auth.models import Group, Permission
 
 from armada.cli.main import main
 from armada.core.config import parse_config
@@ -147,3 +148,25 @@ def test_get_scheduling_says_why_a_job_waits(ctl, queue, owner):
     assert code == 0 and "Pending: no node with 1 cpu free" in out and "Latest rounds:" in out
     code, out, _ = ctl("get", "scheduling", job_id, "-o", "json")
     assert json.loads(out)["pendingReason"]["reason"] == "no node with 1 cpu free"
+
+
+def test_cordon_executor_with_a_reason_needs_update_executor_settings(ctl, owner, outsider):
+    Executor.objects.create(
+        id="cluster-2", pool="default", backend="fake", registered_at=at(0), last_heartbeat=at(0)
+    )
+    group = Group.objects.create(name="operators")
+    group.permissions.add(Permission.objects.get(codename="update_executor_settings"))
+    outsider.groups.add(group)
+    code, _, err = ctl("cordon", "executor", "cluster-2", "disk", user=("olive", "olive-password"))
+    assert code == 1 and "'update_executor_settings'" in err
+    code, out, err = ctl(
+        "cordon", "executor", "cluster-2", "kernel upgrade", user=("otto", "otto-password")
+    )
+    assert (code, out) == (0, "Cordoned executor cluster-2 (kernel upgrade)\n"), err
+    assert Executor.objects.get().cordon_reason == "kernel upgrade"
+    code, out, _ = ctl("get", "executors")
+    header, row = out.splitlines()
+    assert header.split()[-2:] == ["CORDON", "REASON"] and row.endswith("kernel upgrade")
+    code, out, _ = ctl("uncordon", "executor", "cluster-2", user=("otto", "otto-password"))
+    assert (code, out) == (0, "Uncordoned executor cluster-2\n")
+    assert Executor.objects.get().cordon_reason == ""

@@ -293,3 +293,45 @@ def test_live_cordon_by_labels_and_get_only_cordoned(ctl, labelled):
 def test_live_bad_selector_is_named_by_the_server(ctl, labelled):
     code, _, err = ctl("get", "queues", "-l", "team=m l")
     assert code == 1 and "selector" in err and "'team=m l'" in err and "Traceback" not in err
+
+
+# == create and update queue with Armada's flag names ======================================
+
+
+def test_create_queue_with_armadas_flags(
+    capsys: pytest.CaptureFixture[str], fake_armada: FakeArmada
+) -> None:
+    code, out, err = run(
+        capsys, "create", "queue", "analytics", "--cordon", "-l", "team=data",
+        "--labels", "tier=gold", "--owners", "alice", "--owners", "bob,carol",
+        "--group-owners", "ops", "--priority-factor", "2", "--url", fake_armada.url,
+    )  # fmt: skip
+    assert (code, out) == (0, "Created queue analytics\n"), err
+    assert fake_armada.requests[-1].body == {
+        "name": "analytics",
+        "priorityFactor": 2.0,
+        "owners": ["alice", "bob", "carol"],
+        "groupOwners": ["ops"],
+        "labels": {"team": "data", "tier": "gold"},
+        "cordoned": True,
+    }
+
+
+def test_update_queue_with_armadas_flags(
+    capsys: pytest.CaptureFixture[str], fake_armada: FakeArmada
+) -> None:
+    fake_armada.add_queue("analytics")
+    code, out, err = run(
+        capsys, "update", "queue", "analytics", "--cordon", "-l", "team=ml",
+        "--url", fake_armada.url,
+    )  # fmt: skip
+    assert (code, out) == (0, "Updated queue analytics\n"), err
+    assert fake_armada.requests[-1].body == {"labels": {"team": "ml"}, "cordoned": True}
+    code, _, err = run(
+        capsys, "update", "queue", "analytics", "-l", "a=1", "-l", "a=2", "--url", fake_armada.url
+    )
+    assert code == 2 and "label 'a' is given twice" in err
+    code, _, err = run(
+        capsys, "update", "queue", "analytics", "--cordon", "--uncordoned", "--url", fake_armada.url
+    )
+    assert code == 2 and "not allowed with argument" in err
