@@ -52,7 +52,9 @@ def lock_runs_with_jobs(runs: QuerySet, *, with_queue: bool = False) -> list[Run
     if not job_ids:
         return []
     jobs = lock_jobs(job_ids, with_queue=with_queue)
-    locked = list(lock(runs))
+    # Only the runs of the jobs locked above: a run created meanwhile (a new lease of a job
+    # that was not in the first read) is left for the next pass, since its job is not locked.
+    locked = list(lock(runs.filter(job_id__in=jobs.keys())))
     for run in locked:
         run.job = jobs[run.job_id]
     return locked

@@ -23,6 +23,7 @@ from datetime import datetime, timedelta
 from django.db import transaction
 from django.db.models import Max
 
+from armada.metrics import DB_COUNTERS
 from armada.models import MetricCounter, MetricSample
 
 KEEP = timedelta(days=7)
@@ -46,7 +47,10 @@ def metrics_sample(*, now: datetime, keep: timedelta = KEEP) -> SampleReport:
     """Copy the counters that changed since their last sample; prune old samples."""
     with transaction.atomic():
         last = _newest_samples()
-        current = {(c.name, c.labels_key): c for c in MetricCounter.objects.all()}
+        # Only the counters Lookout charts: the scheduler's cycle counters (Armada's names,
+        # ``services.cycle_metrics``) live in the same table but have no history page.
+        counters = MetricCounter.objects.filter(name__in=list(DB_COUNTERS))
+        current = {(c.name, c.labels_key): c for c in counters}
         rows: list[MetricSample] = []
         for key, c in current.items():
             if key in last and last[key].value == c.value:
