@@ -361,7 +361,11 @@ def queues_cancel(
         for part in result:
             if part.job_ids:
                 _cancel_locked(
-                    [by_id[i] for i in part.job_ids], queue=part.name, reason=reason, now=now
+                    [by_id[i] for i in part.job_ids],
+                    queue=part.name,
+                    reason=reason,
+                    now=now,
+                    requestor=actor.get_username(),
                 )
     return result
 
@@ -394,7 +398,12 @@ def queues_preempt(
         _require_on_each(actor, queues, PREEMPT_ACTION)
         jobs = list(lock(_jobs(queues, states=wanted, priority_classes=classes, pools=pool_names)))
         if jobs:
-            runs_request_stops(reasons={j.id: reason for j in jobs}, kind=PREEMPT, now=now)
+            runs_request_stops(
+                reasons={j.id: reason for j in jobs},
+                kind=PREEMPT,
+                now=now,
+                requestor=actor.get_username(),
+            )
     return _by_queue(queues, jobs)
 
 

@@ -188,6 +188,7 @@ def test_cancel_across_queues_cancels_every_unfinished_job_by_default(owner, adm
         assert event_types(job_id) == ["submitted", "queued", "cancelling", "cancelled"]
         cancelled = Event.objects.get(job_id=job_id, type="cancelled")
         assert (cancelled.queue, cancelled.payload.get("reason")) == (queue, "draining")
+        assert cancelled.payload.get("requestor") == "olive"
 
 
 def test_cancel_is_all_or_nothing_when_one_queue_is_denied(owner, admin_user, queues):
@@ -305,7 +306,8 @@ def test_preempt_across_queues_stops_the_running_jobs(owner, cluster):
     runs = Run.objects.filter(job_id__in=cluster[:2])
     assert {(r.stop_kind, r.stop_reason) for r in runs} == {("preempt", "maintenance")}
     assert state_of([cluster[2]]) == ["queued"]
-    assert Event.objects.filter(type="preempting", queue="ml-a").count() == 2
+    preempting = Event.objects.filter(type="preempting", queue="ml-a")
+    assert [e.payload.get("requestor") for e in preempting] == ["olive", "olive"]
 
 
 def test_preempt_dry_run_and_refusal_change_nothing(owner, member, cluster):
