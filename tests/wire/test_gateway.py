@@ -351,6 +351,10 @@ def test_path_text_that_cannot_be_stored_is_400_in_the_gateways_shape(client, sw
     assert response.status_code == 400
     assert body(response)["code"] == 3
     assert "name" in body(response)["message"]
+    response = client.get("/v1/retry-policies?x=a%00b")  # a query parameter likewise
+    assert response.status_code == 400
+    assert body(response)["code"] == 3
+    assert "NUL" in body(response)["message"]
     assert seen == []
 
 
