@@ -10,6 +10,7 @@ from typing import Any
 
 from armada.cli.client import ApiError, ArmadaClient
 from armada.cli.config import Settings, resolve_settings
+from armada.cli.contexts import armada_address
 from armada.cli.jobfile import JobFileError, check_job_file, describe_job_file, load_job_file
 from armada.cli.output import (
     render_data,
@@ -25,14 +26,22 @@ from armada.cli.resourcefile import load_resources
 from armada.cli.watch import JobSetTracker, run_watch
 
 PROG = "armadactl"
-GLOBAL_KEYS = ("url", "username", "password", "token", "config", "context")
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def connection_flags(args: argparse.Namespace) -> dict[str, str | None]:
+    """The connection flags given; ``--url`` before Armada's ``--armadaUrl``."""
+    flags = {key: getattr(args, key, None) for key in ("url", "username", "password", "token")}
+    armada_url = getattr(args, "armada_url", None)
+    if not flags["url"] and armada_url:
+        flags["url"] = armada_address(armada_url)
+    return flags
 
 
 def settings_from_args(
     args: argparse.Namespace, environ: Mapping[str, str] | None = None
 ) -> Settings:
-    flags = {key: getattr(args, key, None) for key in ("url", "username", "password", "token")}
+    flags = connection_flags(args)
     return resolve_settings(
         flags,
         environ,

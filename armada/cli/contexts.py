@@ -247,15 +247,22 @@ def write_config(path: Path, values: Mapping[str, Any]) -> None:
     """Replace the config file with ``values``, mode 0600, atomically (through a symlink
     to the file it points at)."""
     target = path.resolve() if path.is_symlink() else path
-    target.parent.mkdir(parents=True, exist_ok=True)
     text = yaml.safe_dump(dict(values), sort_keys=False, default_flow_style=False)
-    fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, temporary = tempfile.mkstemp(
+            dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"
+        )
+    except OSError as exc:
+        raise ConfigError(f"cannot write config file {path}: {exc.strerror or exc}") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
         os.chmod(temporary, CONFIG_MODE)
         os.replace(temporary, target)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
+        if isinstance(exc, OSError):
+            raise ConfigError(f"cannot write config file {path}: {exc.strerror or exc}") from None
         raise

@@ -26,7 +26,7 @@ import time
 from datetime import UTC, datetime
 
 from armada.cli.client import ApiError, ArmadaClient
-from armada.cli.commands import EXIT_OK, out, settings_from_args
+from armada.cli.commands import EXIT_OK, connection_flags, out, settings_from_args
 from armada.cli.config import (
     ConfigError,
     Settings,
@@ -52,9 +52,8 @@ def _config(args: argparse.Namespace, *, missing_ok: bool) -> tuple[ConfigFile, 
 def _settings(args: argparse.Namespace) -> Settings:
     """The connection settings, as every command resolves them; the config file may be
     missing (login creates it)."""
-    flags = {key: getattr(args, key, None) for key in ("url", "username", "password", "token")}
     return resolve_settings(
-        flags,
+        connection_flags(args),
         config_path=getattr(args, "config", None),
         context=getattr(args, "context", None),
         missing_ok=True,

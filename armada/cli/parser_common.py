@@ -72,12 +72,13 @@ def add_global_options(parser: argparse.ArgumentParser, *, suppress: bool) -> No
     given before the command is not overwritten by the subcommand's default."""
     default: Any = argparse.SUPPRESS if suppress else None
     group = parser.add_argument_group("connection options")
+    group.add_argument("--url", default=default, help="server URL (default http://127.0.0.1:8000)")
     group.add_argument(
-        "--url",
         "--armadaUrl",
-        dest="url",
+        dest="armada_url",
         default=default,
-        help="server URL (default http://127.0.0.1:8000)",
+        metavar="URL",
+        help="Armada's spelling of --url; host:port means http://host:port",
     )
     group.add_argument("--username", default=default, help="user for HTTP basic auth")
     group.add_argument("--password", default=default, help="password for HTTP basic auth")

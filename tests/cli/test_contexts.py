@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from armada.cli.config import ConfigError, resolve_settings
+from armada.cli.contexts import write_config
 from armada.cli.main import main
 from tests.cli.conftest import FakeArmada
 
@@ -151,12 +152,18 @@ def test_commands_use_the_contexts_url_and_credentials(
     code, out, err = run(capsys, "-c", "local", "get", "queues", "--config", str(path))
     assert code == 0, err
     assert "analytics" in out
-    # --armadaUrl (Armada's spelling of --url) beats the context's address.
+    # --armadaUrl (Armada's spelling of --url, host:port allowed) beats the context's
+    # address; --url beats --armadaUrl.
     code, out, err = run(
-        capsys, "get", "queues", "--config", str(path), "--armadaUrl", "http://" + address,
+        capsys, "get", "queues", "--config", str(path), "--armadaUrl", address,
         "--username", "alice", "--password", "alice-pw",
     )  # fmt: skip
     assert code == 0 and "analytics" in out, err
+    code, _, err = run(
+        capsys, "get", "queues", "--config", str(path), "--armadaUrl", address,
+        "--url", "http://127.0.0.1:2",
+    )  # fmt: skip
+    assert code == 1 and "http://127.0.0.1:2" in err
     code, _, err = run(capsys, "get", "queues", "--config", str(path))
     assert code == 1 and "cannot reach the Armada server at http://127.0.0.1:1" in err
 
@@ -270,3 +277,10 @@ def test_login_and_logout_write_to_the_context_in_use(
     code, out, err = run(capsys, "--context", "here", "logout", "--config", str(path))
     assert code == 0 and "Logged out: token" in out and f"from context here of {path}" in out, err
     assert "token" not in yaml.safe_load(path.read_text())["contexts"]["here"]
+
+
+def test_a_config_file_that_cannot_be_written_is_an_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("")
+    with pytest.raises(ConfigError, match="cannot write config file"):
+        write_config(blocker / "armadactl.yaml", {"currentContext": "a"})
