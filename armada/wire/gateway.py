@@ -167,12 +167,12 @@ def unary_response(rule: HttpRule, request: HttpRequest, kwargs: dict[str, str])
             _body(request)
             actor = authenticate(request, op)
             message = _build(rule, op, request, kwargs)
-            response = op.func(_call(request, actor), message)
+            answer = json.dumps(message_json(op.func(_call(request, actor), message)))
         except DATABASE_ERRORS as exc:
             raise database_unavailable(exc) from exc
     except Exception as exc:  # noqa: BLE001 - every failure gets grpc-gateway's answer
         return error_response(exc, rule.method)
-    return HttpResponse(json.dumps(message_json(response)), content_type=JSON)
+    return HttpResponse(answer, content_type=JSON)
 
 
 def _prepare_stream(rule: HttpRule, op: Operation, request: HttpRequest, kwargs: dict) -> tuple:
