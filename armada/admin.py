@@ -307,7 +307,15 @@ class NodeInline(admin.TabularInline):
 
 @admin.register(Executor)
 class ExecutorAdmin(admin.ModelAdmin):
-    list_display = ("id", "pool", "backend", "cordoned", "last_heartbeat", "registered_at")
+    list_display = (
+        "id",
+        "pool",
+        "backend",
+        "cordoned",
+        "cordon_reason",
+        "last_heartbeat",
+        "registered_at",
+    )
     list_filter = ("pool", "backend", "cordoned")
     search_fields = ("id",)
     readonly_fields = (
@@ -322,6 +330,10 @@ class ExecutorAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request, obj=None) -> bool:
         return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        # Cordoning is the one change an executor takes here: the API's permission.
+        return request.user.has_perm("armada.update_executor_settings")
 
 
 @admin.register(Node)

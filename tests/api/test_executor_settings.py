@@ -129,3 +129,24 @@ def test_seed_permissions_grants_it_from_config(settings, outsider):
     outsider.groups.add(group)
     outsider = type(outsider).objects.get(pk=outsider.pk)  # a fresh permission cache
     assert outsider.has_perm("armada.update_executor_settings")
+
+
+def test_the_admin_lets_only_holders_of_the_permission_change_an_executor(
+    client, django_user_model, executor
+):
+    staff = django_user_model.objects.create_user("sam", password="sam-password", is_staff=True)
+    grant(staff, "view_executor")
+    grant(staff, "change_executor")
+    client.force_login(staff)
+    page = client.get(f"/admin/armada/executor/{executor.id}/change/")
+    assert page.status_code == 200 and b'name="cordon_reason"' not in page.content
+    response = client.post(
+        f"/admin/armada/executor/{executor.id}/change/", {"cordoned": "on", "cordon_reason": "x"}
+    )
+    assert response.status_code == 403 and not Executor.objects.get().cordoned
+
+    grant(staff, "update_executor_settings")
+    staff = django_user_model.objects.get(pk=staff.pk)
+    client.force_login(staff)
+    page = client.get(f"/admin/armada/executor/{executor.id}/change/")
+    assert b'name="cordon_reason"' in page.content and b'name="cordoned"' in page.content
