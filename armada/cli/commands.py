@@ -132,10 +132,17 @@ def _policy_line(verb: str, policy: Mapping[str, Any], document: Mapping[str, An
     return f"{verb} retry policy {name}" + (f" (version {version})" if version is not None else "")
 
 
+def _warn(policy: Mapping[str, Any]) -> None:
+    """The server's warnings about a policy it saved or checked, on stderr."""
+    for warning in policy.get("warnings") or []:
+        print(f"warning: {warning.get('field')}: {warning.get('message')}", file=sys.stderr)
+
+
 def cmd_create_retry_policy(args: argparse.Namespace) -> int:
     document = load_policy_file(args.file)
     dry_run = getattr(args, "dry_run", False)
     policy = make_client(args).create_retry_policy(document, dry_run=dry_run)
+    _warn(policy)
     if dry_run:
         out(
             f"Retry policy {policy.get('name') or document.get('name')} is valid "
@@ -171,7 +178,7 @@ def cmd_create_from_file(args: argparse.Namespace) -> int:
                     }
                 client.create_queue(body, dry_run=args.dry_run)
             else:
-                client.create_retry_policy(resource.body, dry_run=args.dry_run)
+                _warn(client.create_retry_policy(resource.body, dry_run=args.dry_run))
                 policies_in_file.add(resource.name)
         except ApiError as exc:
             before = f" ({', '.join(done)} {'checked' if args.dry_run else 'created'} before it)"
@@ -188,6 +195,7 @@ def cmd_create_from_file(args: argparse.Namespace) -> int:
 def cmd_update_retry_policy(args: argparse.Namespace) -> int:
     document = load_policy_file(args.file, need_name=True)
     policy = make_client(args).update_retry_policy(document["name"], document)
+    _warn(policy)
     out(_policy_line("Updated", policy, document))
     return EXIT_OK
 
