@@ -1,4 +1,4 @@
-"""docs/armada-api.md lists every method of Armada's five services, its REST gateway path and
+"""The README lists every method of Armada's five services, its REST gateway path and
 whether we serve it: this test keeps that table true of the registry and the protos."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from google.protobuf import descriptor_pool
 from armada.wire.http_rules import http_rules
 from armada.wire.registry import SERVICES, load_operations
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "armada-api.md"
+DOC = Path(__file__).resolve().parents[2] / "README.md"
 START = "<!-- operations table: checked by tests/wire/test_docs_table.py -->"
 END = "<!-- end of operations table -->"
 ROW = re.compile(r"^\|\s*`([^`]+)`\s*\|\s*(.+?)\s*\|\s*(yes|planned)\s*\|$")
