@@ -4,8 +4,9 @@ same way.
 
 A request picks its queues with exactly one of ``queues`` (names) or ``selector``
 (``core.labels.parse_selector``); ``inverse`` turns the pick around (every queue *except*
-those). Requests are parsed and their filters checked in ``services.queue_action_inputs``. A name that no queue has is an error (NotFound) even with ``inverse``, since a
-misspelt exception would otherwise widen the action to the queue meant to be spared.
+those); requests are parsed and their filters checked in ``services.queue_action_inputs``.
+A name that no queue has is an error (NotFound) even with ``inverse``, since a misspelt
+exception would otherwise widen the action to the queue meant to be spared.
 
 Every action is all or nothing, in one transaction, in the lock order of
 ``services.locking``:
