@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from armada.core.states import EventType
-from armada.models import Event
+from armada.models import Event, Job
 from armada.services.events import current_payload, event_as_dict, events_for_job_set
 from armada.services.reprioritize import jobs_reprioritize
 from armada.services.scheduler import scheduler_cycle
@@ -168,3 +168,23 @@ def test_a_payload_in_the_new_names_is_read_without_a_copy():
     assert current_payload("leased", payload) is payload
     assert current_payload("queued", {}) == {}
     assert current_payload("queued", None) == {}
+
+
+def test_the_lookout_timeline_shows_old_events_with_the_new_names(queue, owner):
+    from lookout.queries import job_events
+
+    [job_id] = job_submit(actor=owner, data=job_file(), now=T0)
+    Event.objects.create(
+        created=T0,
+        queue="demo",
+        job_set="set-1",
+        job_id=job_id,
+        type=EventType.FAILED,
+        payload={"node": "n7", "failure_category": "oom", "retryable": True},
+    )
+    [*_, failed] = job_events(job=Job.objects.get(id=job_id))
+    assert failed["highlights"] == [
+        ("nodeName", "n7"),
+        ("retryable", True),
+        ("failureCategory", "oom"),
+    ]
