@@ -1,0 +1,731 @@
+"""Armada's own Python client, unmodified, against real processes: web, grpc, a Celery
+scheduler with beat and a Celery executor on the fake backend, on PostgreSQL and Redis.
+
+One system serves the whole module (starting one costs tens of seconds); each test works in
+queues and job sets of its own, so the tests do not depend on each other's order. What a
+user of ``armada_client`` does, through the calls it offers (``ArmadaClient``) and the
+generated stubs it ships (``RetryPolicyServiceStub`` on the same channel, which the client
+class does not wrap):
+
+- a queue with per-user permissions, jobs submitted and followed on the event stream
+  (``get_job_events_stream``, ``unmarshal_event_response``) to success, a stream resumed from
+  a message id, the job status, details, run details and errors;
+- an idempotent submit (the same ``clientId`` twice is one job);
+- retry-policy CRUD, a policy attached with ``update_queue``, and a job whose runs fail in the
+  category the policy retries: a ``JobFailedEvent`` with ``retryable`` and the failure
+  category and subcategory, a second run, and a last failure that is not retryable;
+- cancel by id and by state (``cancel_jobset`` with a state filter), reprioritize (the
+  ``reprioritized`` event), preempt a running job (``preempting`` then ``preempted``);
+- PERMISSION_DENIED naming the permission that is missing, INVALID_ARGUMENT naming the
+  field of a bad job and writing nothing, UNAUTHENTICATED without credentials.
+
+The fake cluster fails a pod as its job's annotations ask and fails every attempt alike, so
+the retried job's second run fails too; the policy's limit of one retry makes that failure
+the last.
+"""
+
+from __future__ import annotations
+
+import os
+import queue as queues
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import grpc
+import pytest
+from armada_client.armada import event_pb2, job_pb2, submit_pb2, submit_pb2_grpc
+from armada_client.client import ArmadaClient
+from armada_client.event import Event
+from armada_client.k8s.io.api.core.v1 import generated_pb2 as core_v1
+from armada_client.k8s.io.apimachinery.pkg.api.resource import generated_pb2 as quantity
+from armada_client.permissions import Permissions, Subject
+from armada_client.typings import EventType, JobState
+
+from tests.e2e.conftest import (
+    E2E_CONFIG,
+    WORKER,
+    System,
+    _free_port,
+    authenticated_channel,
+    process_env,
+    web_command,
+)
+from tests.waiting import wait_for_http
+
+# The marker makes pytest-django set the test database up; each test runs in a transaction
+# of its own that it rolls back, while the system's rows are committed by its processes.
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db]
+
+FAKE = "fake.armadaproject.io/"
+ADMIN, ADMIN_PASSWORD = "e2e-admin", "e2e-password"
+OUTSIDER = "otto"  # no permission anywhere
+MEMBER = "sam"  # may submit to and watch the queues that grant it, nothing else
+EVENT_TIMEOUT = 90.0  # seconds a flow may wait for its events on a busy machine
+POLICY_NAME = "gpu-flaky"
+# An executor whose errors are categorised: a CUDA error is gpu/transient (retried by the
+# policy, and its pod deleted so that the retry can reuse the pod name).
+CATEGORIES = {
+    "enabled": True,
+    "defaultCategory": "unknown",
+    "categories": [
+        {
+            "name": "gpu",
+            "action": "Delete",
+            "rules": [
+                {"onTerminationMessage": {"pattern": "CUDA error"}, "subcategory": "transient"}
+            ],
+        },
+        {
+            "name": "user-error",
+            "action": "Retain",
+            "rules": [{"onExitCodes": {"operator": "In", "values": [1]}}],
+        },
+    ],
+}
+CONFIG = {
+    **E2E_CONFIG,
+    "scheduling": {
+        **E2E_CONFIG["scheduling"],
+        "retryPolicy": {"enabled": True, "globalMaxRetries": 5},
+    },
+    # A policy attached a moment ago is seen by the next failure.
+    "queueRefreshPeriod": "1s",
+    "executors": [
+        {
+            **E2E_CONFIG["executors"][0],
+            # The node id label, so that an avoidSameNode retry can name the node it avoids.
+            "trackedNodeLabels": ["kubernetes.io/hostname"],
+            "errorCategories": CATEGORIES,
+        }
+    ],
+}
+# The fake job that fails as a transient GPU fault, every time it runs.
+GPU_FAULT = {
+    FAKE + "exitCode": "3",
+    FAKE + "terminationMessage": "CUDA error: an illegal memory access was encountered",
+}
+# A node selector no node matches: the job waits in the queue.
+NOWHERE = {"zone": "nowhere"}
+
+
+# --- the system ----------------------------------------------------------------------------
+
+
+def start_system(workdir: Path, config: dict) -> System:
+    """Web, grpc, scheduler with beat and a worker per executor of ``config``, as the
+    ``launch`` fixture of conftest starts them, for a system that outlives one test. The
+    caller stops it (``System.stop_all``) whatever happens."""
+    logs = workdir / "logs"
+    logs.mkdir()
+    (workdir / "armadactl.yaml").write_text("{}\n")
+    port = _free_port()
+    env = process_env(
+        workdir,
+        ARMADA_URL=f"http://127.0.0.1:{port}",
+        ARMADA_USERNAME=ADMIN,
+        ARMADA_PASSWORD=ADMIN_PASSWORD,
+        ARMADACTL_CONFIG=str(workdir / "armadactl.yaml"),
+    )
+    if os.environ.get("REDIS_URL"):
+        import redis
+
+        redis.Redis.from_url(env["REDIS_URL"]).flushdb()
+    system = System(
+        url=env["ARMADA_URL"],
+        env=env,
+        logs=logs,
+        workdir=workdir,
+        grpc_target=f"127.0.0.1:{_free_port()}",
+    )
+    system.env["ARMADA_CONFIG"] = str(system.write_config(config))
+    return system
+
+
+def run_system(system: System, config: dict) -> None:
+    system.start("web", web_command(int(system.url.rsplit(":", 1)[1])))
+    system.start_scheduler()
+    for executor in config["executors"]:
+        name = executor["id"]
+        system.start(
+            f"executor-{name}", [*WORKER, "-Q", f"executor.{name}", "-n", f"executor-{name}@e2e"]
+        )
+    wait_for_http(
+        system.url + "/healthz",
+        "the web process",
+        processes=[proc for proc, _ in system.children.values()],
+        details=system.log_tail,
+    )
+    system.start_grpc()
+
+
+@dataclass
+class Flows:
+    """The module's running system and its users' credentials."""
+
+    system: System
+    tokens: dict[str, str]
+    channels: list[grpc.Channel] = field(default_factory=list)
+
+    def channel(self, user: str | None) -> grpc.Channel:
+        """A channel that sends ``user``'s token (none at all for None)."""
+        if user is None:
+            self.channels.append(grpc.insecure_channel(self.system.grpc_target))
+        else:
+            self.channels.append(
+                authenticated_channel(self.system.grpc_target, f"Bearer {self.tokens[user]}")
+            )
+        return self.channels[-1]
+
+    def client(self, user: str | None = ADMIN) -> ArmadaClient:
+        return ArmadaClient(self.channel(user))
+
+    def policies(self, user: str | None = ADMIN) -> submit_pb2_grpc.RetryPolicyServiceStub:
+        return submit_pb2_grpc.RetryPolicyServiceStub(self.channel(user))
+
+    def auth(self, user: str) -> dict[str, str]:
+        """HTTP headers that carry ``user``'s token."""
+        return {"Authorization": f"Bearer {self.tokens[user]}"}
+
+
+def users_and_tokens() -> dict[str, str]:
+    from django.contrib.auth import get_user_model
+    from django.utils import timezone
+
+    from armada.services.tokens import token_create
+
+    model = get_user_model()
+    users = [
+        model.objects.create_superuser(ADMIN, "e2e@example.com", ADMIN_PASSWORD),
+        model.objects.create_user(OUTSIDER, password="otto-password"),
+        model.objects.create_user(MEMBER, password="sam-password"),
+    ]
+    return {
+        u.username: token_create(user=u, name="flows", expires_at=None, now=timezone.now()).key
+        for u in users
+    }
+
+
+def module_system(
+    django_db_blocker, tmp_path_factory, name: str, config: dict = CONFIG
+) -> Iterator[Flows]:
+    """A system for a whole module: its users, its processes, and at the end an empty
+    database again (as ``transactional_db`` leaves it)."""
+    from django.core.management import call_command
+
+    with django_db_blocker.unblock():
+        flows: Flows | None = None
+        try:
+            tokens = users_and_tokens()
+            system = start_system(tmp_path_factory.mktemp(name), config)
+            flows = Flows(system=system, tokens=tokens)
+            run_system(system, config)
+            yield flows
+        finally:
+            if flows is not None:
+                for channel in flows.channels:
+                    channel.close()
+                flows.system.stop_all()
+            call_command("flush", interactive=False, verbosity=0)
+
+
+@pytest.fixture(scope="module")
+def flows(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[Flows]:
+    yield from module_system(django_db_blocker, tmp_path_factory, "client-flows")
+
+
+# --- building requests ---------------------------------------------------------------------
+
+
+def pod_spec(cpu: str = "100m", memory: str = "64Mi") -> core_v1.PodSpec:
+    resources = {"cpu": quantity.Quantity(string=cpu), "memory": quantity.Quantity(string=memory)}
+    return core_v1.PodSpec(
+        containers=[
+            core_v1.Container(
+                name="main",
+                image="busybox:latest",
+                command=["sleep", "1"],
+                resources=core_v1.ResourceRequirements(requests=resources, limits=resources),
+            )
+        ]
+    )
+
+
+def item(
+    client: ArmadaClient,
+    *,
+    duration: str = "1s",
+    annotations: dict[str, str] | None = None,
+    **kwargs,
+) -> submit_pb2.JobSubmitRequestItem:
+    kwargs.setdefault("pod_spec", pod_spec())
+    return client.create_job_request_item(
+        priority=1,
+        namespace="default",
+        annotations={FAKE + "duration": duration, **(annotations or {})},
+        **kwargs,
+    )
+
+
+def submit(client: ArmadaClient, queue: str, job_set: str, items: list) -> list[str]:
+    response = client.submit_jobs(queue, job_set, items)
+    assert all(not i.error for i in response.job_response_items), response
+    return [i.job_id for i in response.job_response_items]
+
+
+def make_queue(client: ArmadaClient, name: str, **kwargs) -> submit_pb2.Queue:
+    client.create_queue(client.create_queue_request(name=name, priority_factor=1.0, **kwargs))
+    return client.get_queue(name)
+
+
+def denied(call: Callable[[], object]) -> grpc.RpcError:
+    """The error ``call`` fails with (it must fail)."""
+    with pytest.raises(grpc.RpcError) as error:
+        call()
+    return error.value
+
+
+# --- following events ----------------------------------------------------------------------
+
+
+def watch(
+    flows: Flows,
+    client: ArmadaClient,
+    queue: str,
+    job_set: str,
+    until: Callable[[list[Event]], bool],
+    *,
+    from_message_id: str | None = None,
+    timeout: float = EVENT_TIMEOUT,
+) -> list[Event]:
+    """Follow the job set with ``get_job_events_stream`` (a watching stream, as the client
+    opens it) until ``until(events so far)`` holds; fail after ``timeout`` seconds with the
+    events seen and the processes' logs. The client's iterator blocks, so a thread reads it
+    and this one keeps the time."""
+    stream = client.get_job_events_stream(queue, job_set, from_message_id=from_message_id)
+    received: queues.Queue = queues.Queue()
+
+    def pump() -> None:
+        try:
+            for message in stream:
+                received.put(client.unmarshal_event_response(message))
+        except Exception as exc:  # noqa: BLE001 - handed to the test's thread
+            received.put(exc)
+
+    threading.Thread(target=pump, daemon=True).start()
+    events: list[Event] = []
+    deadline = time.monotonic() + timeout
+    try:
+        while not until(events):
+            remaining = deadline - time.monotonic()
+            try:
+                got = received.get(timeout=max(remaining, 0.01))
+            except queues.Empty:
+                seen = [(e.type.value, e.message.job_id) for e in events]
+                pytest.fail(
+                    f"timed out after {timeout:.0f} s following {queue}/{job_set}; saw {seen}"
+                    f"\n{flows.system.log_tail()}"
+                )
+            if isinstance(got, Exception):
+                raise got
+            events.append(got)
+    finally:
+        client.unwatch_events(stream)
+    return events
+
+
+def of_job(events: list[Event], job_id: str) -> list[Event]:
+    return [e for e in events if e.message.job_id == job_id]
+
+
+def kinds(events: list[Event], job_id: str) -> list[str]:
+    return [e.type.value for e in of_job(events, job_id)]
+
+
+def seen(*wanted: tuple[str, str]) -> Callable[[list[Event]], bool]:
+    """``until`` for ``watch``: every (job id, event type) of ``wanted`` has arrived."""
+
+    def check(events: list[Event]) -> bool:
+        have = {(e.message.job_id, e.type.value) for e in events}
+        return all(w in have for w in wanted)
+
+    return check
+
+
+def job_set_events(client: ArmadaClient, queue: str, job_set: str) -> list[Event]:
+    """Every event of the job set so far (a stream that does not watch ends by itself)."""
+    request = event_pb2.JobSetRequest(queue=queue, id=job_set, watch=False)
+    return [client.unmarshal_event_response(m) for m in client.event_stub.GetJobSetEvents(request)]
+
+
+def status(client: ArmadaClient, job_id: str) -> int:
+    return client.get_job_status([job_id]).job_states[job_id]
+
+
+def wait_for_state(flows: Flows, client: ArmadaClient, job_id: str, state: int) -> None:
+    flows.system.wait_for(
+        f"job {job_id} to be {submit_pb2.JobState.Name(state)}",
+        lambda: status(client, job_id) == state,
+        timeout=EVENT_TIMEOUT,
+    )
+
+
+# --- the flows -----------------------------------------------------------------------------
+
+
+def test_a_queue_jobs_to_success_and_what_the_jobs_service_says_of_them(flows):
+    admin = flows.client()
+    grant = Permissions([Subject(kind="User", name=MEMBER)], ["submit", "watch"])
+    made = make_queue(admin, "flows", permissions=[grant], user_owners=[ADMIN])
+    assert made.name == "flows" and made.priority_factor == 1.0
+    assert list(made.user_owners) == [ADMIN]
+    assert [(list(p.subjects), list(p.verbs)) for p in made.permissions] == [
+        ([submit_pb2.Queue.Permissions.Subject(kind="User", name=MEMBER)], ["submit", "watch"])
+    ]
+    assert "flows" in [q.name for q in admin.get_queues()]  # GetQueues, streamed
+
+    first, second = submit(admin, "flows", "ok", [item(admin), item(admin, duration="2s")])
+    assert first != second
+    events = watch(flows, admin, "flows", "ok", seen((first, "succeeded"), (second, "succeeded")))
+    for job_id in (first, second):
+        assert kinds(events, job_id) == [
+            "submitted",
+            "queued",
+            "leased",
+            "pending",
+            "running",
+            "succeeded",
+        ]
+    submitted, *_, succeeded = of_job(events, first)
+    assert submitted.type == EventType.submitted
+    job = submitted.message.job
+    assert (job.id, job.queue, job.job_set_id, job.owner) == (first, "flows", "ok", ADMIN)
+    assert job.pod_spec.containers[0].resources.limits["memory"].string == "64Mi"
+    assert job.annotations[FAKE + "duration"] == "1s"
+    assert succeeded.message.cluster_id == "e2e"
+    assert succeeded.message.node_name.startswith("worker")
+    assert succeeded.message.pod_name == f"armada-{first}-0"
+    ids = [int(e.id) for e in events]
+    assert ids == sorted(ids) and len(set(ids)) == len(ids)
+
+    # A stream resumed from a message id goes on after it: no gap, no repeat.
+    middle = events[len(events) // 2]
+    rest = watch(
+        flows,
+        admin,
+        "flows",
+        "ok",
+        lambda got: len(got) >= len(events) - len(events) // 2 - 1,
+        from_message_id=middle.id,
+    )
+    assert [e.id for e in rest] == [e.id for e in events[len(events) // 2 + 1 :]]
+
+    # The Jobs service.
+    unknown = "01unknownjob0000000000000"
+    states = admin.get_job_status([first, second, unknown]).job_states
+    assert dict(states) == {
+        first: submit_pb2.SUCCEEDED,
+        second: submit_pb2.SUCCEEDED,
+        unknown: submit_pb2.UNKNOWN,
+    }
+    details = admin.get_job_details([first, unknown]).job_details
+    assert list(details) == [first]
+    detail = details[first]
+    assert (detail.queue, detail.jobset, detail.namespace) == ("flows", "ok", "default")
+    assert detail.state == submit_pb2.SUCCEEDED
+    (run,) = detail.job_runs
+    assert run.run_id == detail.latest_run_id
+    assert run.state == job_pb2.RUN_STATE_SUCCEEDED and run.cluster == "e2e"
+    assert run.node == succeeded.message.node_name
+    assert run.finished_ts.ToDatetime() >= run.started_ts.ToDatetime()
+    run_details = admin.get_job_run_details([run.run_id, "no-such-run"]).job_run_details
+    assert list(run_details) == [run.run_id]
+    assert run_details[run.run_id].job_id == first
+    assert run_details[run.run_id].state == job_pb2.RUN_STATE_SUCCEEDED
+    assert dict(admin.get_job_errors([first]).job_errors) == {first: ""}
+
+    # The member the queue grants submit and watch to does both with the same client.
+    member = flows.client(MEMBER)
+    (theirs,) = submit(member, "flows", "member", [item(member)])
+    watch(flows, member, "flows", "member", seen((theirs, "succeeded")))
+    assert status(member, theirs) == submit_pb2.SUCCEEDED
+
+
+def test_the_same_client_id_submits_one_job(flows):
+    admin = flows.client()
+    make_queue(admin, "idempotent")
+    (original,) = submit(admin, "idempotent", "s", [item(admin, client_id="train-42")])
+    (again,) = submit(admin, "idempotent", "s", [item(admin, client_id="train-42")])
+    assert again == original
+    # A retried submit of which only some items are new: the known one keeps its id.
+    known, new = submit(
+        admin,
+        "idempotent",
+        "s",
+        [item(admin, client_id="train-42"), item(admin, client_id="train-43")],
+    )
+    assert known == original and new != original
+    # Another job set is another scope.
+    (elsewhere,) = submit(admin, "idempotent", "other", [item(admin, client_id="train-42")])
+    assert elsewhere != original
+    events = watch(
+        flows, admin, "idempotent", "s", seen((original, "succeeded"), (new, "succeeded"))
+    )
+    submitted = [e.message.job_id for e in events if e.type == EventType.submitted]
+    assert sorted(submitted) == sorted([original, new])
+    assert of_job(events, original)[0].message.job.client_id == "train-42"
+
+
+def gpu_policy(retry_limit: int) -> submit_pb2.RetryPolicy:
+    return submit_pb2.RetryPolicy(
+        name=POLICY_NAME,
+        retry_limit=retry_limit,
+        default_action=submit_pb2.RETRY_ACTION_FAIL,
+        rules=[
+            submit_pb2.RetryRule(action=submit_pb2.RETRY_ACTION_FAIL, on_category="user-error"),
+            submit_pb2.RetryRule(
+                action=submit_pb2.RETRY_ACTION_RETRY,
+                on_category="gpu",
+                on_subcategory="transient",
+                mutate=submit_pb2.RetryMutation(
+                    affinity=submit_pb2.RetryAffinityMutation(avoid_same_node=True)
+                ),
+            ),
+        ],
+    )
+
+
+def test_retry_policy_crud_and_a_failure_the_policy_retries(flows):
+    admin, policies = flows.client(), flows.policies()
+    policies.CreateRetryPolicy(gpu_policy(retry_limit=3))
+    assert policies.GetRetryPolicy(submit_pb2.RetryPolicyGetRequest(name=POLICY_NAME)) == (
+        gpu_policy(retry_limit=3)
+    )
+    taken = denied(lambda: policies.CreateRetryPolicy(gpu_policy(retry_limit=1)))
+    assert taken.code() == grpc.StatusCode.ALREADY_EXISTS
+    policies.UpdateRetryPolicy(gpu_policy(retry_limit=1))
+    listed = policies.GetRetryPolicies(submit_pb2.RetryPolicyListRequest()).retry_policies
+    assert gpu_policy(retry_limit=1) in listed
+    unknown = gpu_policy(retry_limit=1)
+    unknown.name = "nope"
+    missing = denied(lambda: policies.UpdateRetryPolicy(unknown))
+    assert missing.code() == grpc.StatusCode.NOT_FOUND
+    bad = submit_pb2.RetryPolicy(name="bad", retry_limit=1)  # no default action
+    invalid = denied(lambda: policies.CreateRetryPolicy(bad))
+    assert invalid.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "defaultAction" in invalid.details()
+
+    # Attach it to a queue with UpdateQueue (the whole queue, as read).
+    queue = make_queue(admin, "retrying")
+    queue.retry_policies.append(POLICY_NAME)
+    admin.update_queue(queue)
+    assert list(admin.get_queue("retrying").retry_policies) == [POLICY_NAME]
+    in_use = denied(
+        lambda: policies.DeleteRetryPolicy(submit_pb2.RetryPolicyDeleteRequest(name=POLICY_NAME))
+    )
+    assert in_use.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert "retrying" in in_use.details()
+
+    # Every run fails as a transient GPU fault: retried once, then the policy's limit.
+    (job_id,) = submit(
+        admin, "retrying", "gpu", [item(admin, duration="2s", annotations=GPU_FAULT)]
+    )
+
+    def last_failure(events: list[Event]) -> bool:
+        return any(
+            e.type == EventType.failed and not e.message.retryable for e in of_job(events, job_id)
+        )
+
+    events = watch(flows, admin, "retrying", "gpu", last_failure)
+    assert kinds(events, job_id) == [
+        "submitted",
+        "queued",
+        "leased",
+        "pending",
+        "running",
+        "failed",
+        "leased",
+        "pending",
+        "running",
+        "failed",
+    ]
+    first, last = [e.message for e in of_job(events, job_id) if e.type == EventType.failed]
+    assert first.retryable is True and last.retryable is False
+    for failure in (first, last):
+        assert (failure.failure_category, failure.failure_subcategory) == ("gpu", "transient")
+        assert failure.cluster_id == "e2e" and failure.pod_name == f"armada-{job_id}-0"
+        assert dict(failure.exit_codes) == {"main": 3}
+        (container,) = failure.container_statuses
+        assert (container.name, container.exitCode) == ("main", 3)
+        assert "CUDA error" in container.message
+    # avoidSameNode: the retry ran on the other node.
+    assert first.node_name != last.node_name
+
+    assert status(admin, job_id) == submit_pb2.FAILED
+    runs = admin.get_job_details([job_id]).job_details[job_id].job_runs
+    assert [r.state for r in runs] == [job_pb2.RUN_STATE_FAILED] * 2
+    assert "retry limit" in admin.get_job_errors([job_id]).job_errors[job_id]
+
+    # Detached, the policy can go; deleting it again (or any missing one) succeeds.
+    queue = admin.get_queue("retrying")
+    del queue.retry_policies[:]
+    admin.update_queue(queue)
+    delete = submit_pb2.RetryPolicyDeleteRequest(name=POLICY_NAME)
+    policies.DeleteRetryPolicy(delete)
+    policies.DeleteRetryPolicy(delete)
+    gone = denied(
+        lambda: policies.GetRetryPolicy(submit_pb2.RetryPolicyGetRequest(name=POLICY_NAME))
+    )
+    assert gone.code() == grpc.StatusCode.NOT_FOUND
+
+
+def test_cancel_by_id_and_by_state(flows):
+    admin = flows.client()
+    make_queue(admin, "cancelling")
+    runner, single = submit(
+        admin, "cancelling", "c", [item(admin, duration="1h"), item(admin, duration="1h")]
+    )
+    (waiter,) = submit(admin, "cancelling", "c", [item(admin, required_node_labels=NOWHERE)])
+    for job_id in (runner, single):
+        wait_for_state(flows, admin, job_id, submit_pb2.RUNNING)
+    assert status(admin, waiter) == submit_pb2.QUEUED
+
+    assert list(admin.cancel_jobs("cancelling", "c", job_id=single).cancelled_ids) == [single]
+    # The queued ones only: the running job goes on.
+    admin.cancel_jobset("cancelling", "c", [JobState.QUEUED])
+    events = watch(
+        flows, admin, "cancelling", "c", seen((single, "cancelled"), (waiter, "cancelled"))
+    )
+    assert status(admin, runner) == submit_pb2.RUNNING
+    assert "cancelled" not in kinds(events, runner)
+    cancelled = of_job(events, waiter)[-1].message
+    assert cancelled.requestor == ADMIN
+    assert kinds(events, single)[-2:] == ["cancelling", "cancelled"]
+
+    # A finished state cannot be a filter; then the running ones (PENDING with RUNNING).
+    refused = denied(lambda: admin.cancel_jobset("cancelling", "c", [JobState.SUCCEEDED]))
+    assert refused.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "filter.states[0]" in refused.details()
+    admin.cancel_jobset("cancelling", "c", [JobState.PENDING, JobState.RUNNING])
+    watch(flows, admin, "cancelling", "c", seen((runner, "cancelled")))
+    assert status(admin, runner) == submit_pb2.CANCELLED
+    detail = admin.get_job_details([single]).job_details[single]
+    assert detail.state == submit_pb2.CANCELLED and detail.cancel_user == ADMIN
+    # Nothing is left to cancel: the answer lists nothing.
+    assert list(admin.cancel_jobs("cancelling", "c", job_id=single).cancelled_ids) == []
+
+
+def test_reprioritize_a_waiting_job(flows):
+    admin = flows.client()
+    make_queue(admin, "reprioritizing")
+    (job_id,) = submit(admin, "reprioritizing", "r", [item(admin, required_node_labels=NOWHERE)])
+    response = admin.reprioritize_jobs(7, [job_id], "r", "reprioritizing")
+    assert dict(response.reprioritization_results) == {job_id: ""}
+    events = watch(flows, admin, "reprioritizing", "r", seen((job_id, "reprioritized")))
+    reprioritized = of_job(events, job_id)[-1].message
+    assert reprioritized.new_priority == 7.0 and reprioritized.requestor == ADMIN
+    assert admin.get_job_details([job_id]).job_details[job_id].state == submit_pb2.QUEUED
+    # Armada's priority is a double; ours a whole number, and the field is named.
+    fraction = denied(lambda: admin.reprioritize_jobs(2.5, [job_id], "r", "reprioritizing"))
+    assert fraction.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "newPriority" in fraction.details()
+    # Without ids: every unfinished job of the job set.
+    everything = admin.reprioritize_jobs(3, None, "r", "reprioritizing")
+    assert dict(everything.reprioritization_results) == {job_id: ""}
+    admin.cancel_jobset("reprioritizing", "r", [])
+
+
+def test_preempt_a_running_job(flows):
+    admin = flows.client()
+    make_queue(admin, "preempting")
+    (job_id,) = submit(admin, "preempting", "p", [item(admin, duration="1h")])
+    wait_for_state(flows, admin, job_id, submit_pb2.RUNNING)
+    result = admin.preempt_jobs("preempting", "p", job_id)
+    assert dict(result.preemption_results) == {job_id: ""}
+    events = watch(flows, admin, "preempting", "p", seen((job_id, "preempted")))
+    assert kinds(events, job_id)[-2:] == ["preempting", "preempted"]
+    preempted = of_job(events, job_id)[-1].message
+    assert preempted.requestor == ADMIN and preempted.cluster_id == "e2e"
+    latest = admin.get_job_details([job_id]).job_details[job_id]
+    assert preempted.run_id == latest.latest_run_id
+    assert latest.state == submit_pb2.PREEMPTED
+    assert status(admin, job_id) == submit_pb2.PREEMPTED
+    # A job that is not running any more is not preempted again: the answer says why.
+    again = admin.preempt_jobs("preempting", "p", job_id)
+    assert "not running" in again.preemption_results[job_id]
+
+
+def test_permission_denied_names_the_permission(flows):
+    admin, outsider, member = flows.client(), flows.client(OUTSIDER), flows.client(MEMBER)
+    grant = Permissions([Subject(kind="User", name=MEMBER)], ["submit", "watch"])
+    make_queue(admin, "guarded", permissions=[grant])
+    (job_id,) = submit(member, "guarded", "mine", [item(member, duration="1h")])
+
+    error = denied(lambda: outsider.create_queue(outsider.create_queue_request("x", 1.0)))
+    assert error.code() == grpc.StatusCode.PERMISSION_DENIED
+    assert "create_queue" in error.details()
+    error = denied(lambda: outsider.submit_jobs("guarded", "theirs", [item(outsider)]))
+    assert error.code() == grpc.StatusCode.PERMISSION_DENIED
+    assert "'submit'" in error.details() and "submit_any_jobs" in error.details()
+    for client, who in ((outsider, OUTSIDER), (member, MEMBER)):
+        error = denied(lambda client=client: client.cancel_jobs("guarded", "mine", job_id=job_id))
+        assert error.code() == grpc.StatusCode.PERMISSION_DENIED, who
+        assert "'cancel'" in error.details() and "cancel_any_jobs" in error.details()
+    error = denied(lambda: member.reprioritize_jobs(5, [job_id], "mine", "guarded"))
+    assert error.code() == grpc.StatusCode.PERMISSION_DENIED
+    assert "reprioritize_any_jobs" in error.details()
+    error = denied(lambda: member.preempt_jobs("guarded", "mine", job_id))
+    assert error.code() == grpc.StatusCode.PERMISSION_DENIED
+    assert "preempt_any_jobs" in error.details()
+    error = denied(lambda: flows.policies(MEMBER).CreateRetryPolicy(gpu_policy(1)))
+    assert error.code() == grpc.StatusCode.PERMISSION_DENIED
+    assert "create_retry_policy" in error.details()
+    error = denied(lambda: job_set_events(outsider, "guarded", "mine"))
+    assert error.code() == grpc.StatusCode.PERMISSION_DENIED
+    assert "watch_all_events" in error.details()
+    error = denied(lambda: outsider.get_job_status([job_id]))
+    assert error.code() == grpc.StatusCode.PERMISSION_DENIED
+
+    # The refused submit wrote nothing: its job set has no event at all.
+    missing = denied(lambda: watch(flows, admin, "guarded", "theirs", lambda events: False))
+    assert missing.code() == grpc.StatusCode.NOT_FOUND
+    # Without credentials nobody is let in.
+    nobody = denied(lambda: flows.client(None).get_queue("guarded"))
+    assert nobody.code() == grpc.StatusCode.UNAUTHENTICATED
+    admin.cancel_jobs("guarded", "mine", job_id=job_id)
+    watch(flows, member, "guarded", "mine", seen((job_id, "cancelled")))
+
+
+def test_a_bad_job_is_invalid_argument_naming_the_field_and_writes_nothing(flows):
+    from armada.models import Job
+
+    admin = flows.client()
+    make_queue(admin, "strict")
+    good = item(admin)
+    bad_memory = item(admin, pod_spec=pod_spec(memory="lots"))
+    error = denied(lambda: admin.submit_jobs("strict", "bad", [good, bad_memory]))
+    assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "jobRequestItems[1].podSpec.containers[0].resources" in error.details()
+    assert "jobRequestItems[0]" not in error.details()
+    bad_fake = item(admin, annotations={FAKE + "exitCode": "three"})
+    error = denied(lambda: admin.submit_jobs("strict", "bad", [good, bad_fake]))
+    assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert f"jobRequestItems[1].annotations[{FAKE}exitCode]" in error.details()
+    two_specs = item(admin, pod_spec=None, pod_specs=[pod_spec(), pod_spec()])
+    error = denied(lambda: admin.submit_jobs("strict", "bad", [two_specs]))
+    assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "jobRequestItems[0].podSpecs" in error.details()
+    error = denied(lambda: admin.submit_jobs("strict", "", [good]))
+    assert error.code() == grpc.StatusCode.INVALID_ARGUMENT and "jobSetId" in error.details()
+    error = denied(lambda: admin.create_queue(admin.create_queue_request("half", 0.5)))
+    assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "priorityFactor" in error.details()
+    missing = denied(lambda: admin.get_queue("half"))
+    assert missing.code() == grpc.StatusCode.NOT_FOUND
+
+    # Nothing of any refused submit is stored, and nothing reached the event stream.
+    assert not Job.objects.filter(queue_id="strict").exists()
+    none = denied(lambda: watch(flows, admin, "strict", "bad", lambda events: False))
+    assert none.code() == grpc.StatusCode.NOT_FOUND
