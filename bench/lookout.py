@@ -274,10 +274,10 @@ def seed(n_jobs: int, rnd: random.Random) -> dict:
                                     "run_id": run_id,
                                     "type": etype,
                                     "payload": {
-                                        "cluster": cluster,
-                                        "node": f"{cluster}-node-1",
+                                        "clusterId": cluster,
+                                        "nodeName": f"{cluster}-node-1",
                                         "reason": rsub,
-                                        "failure_category": rcat,
+                                        "failureCategory": rcat,
                                     },
                                 }
                             )
@@ -531,7 +531,7 @@ def ingest_worker(args) -> None:
             running.extend(start)
             moved += len(start) + len(done)
             batch = [
-                NewEvent(EventType.RUNNING, q, s, j, now, payload={"node": "n"})
+                NewEvent(EventType.RUNNING, q, s, j, now, payload={"nodeName": "n"})
                 for j, q, s in start
             ] + [NewEvent(EventType.SUCCEEDED, q, s, j, now) for j, q, s in done]
             while len(batch) < per_tick:
@@ -543,7 +543,7 @@ def ingest_worker(args) -> None:
                         s,
                         j,
                         now,
-                        payload={"cluster": "cluster-1", "node": "cluster-1-node-001"},
+                        payload={"clusterId": "cluster-1", "nodeName": "cluster-1-node-001"},
                     )
                 )
             events_append(events=batch)
