@@ -27,9 +27,7 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import statistics
 import subprocess
 import sys
 import threading
@@ -253,8 +251,8 @@ def watch(target: str, token: str, job_set: str, cursor: int, out: list, stop: t
 
 
 def stream_events(targets: list[str], db_name: str, token: str, args) -> dict:
-    from django.conf import settings
     from django.db import connection
+    from event_latency import delivery_report, write_and_wait
 
     from armada.models import Event
 
@@ -279,46 +277,9 @@ def stream_events(targets: list[str], db_name: str, token: str, args) -> dict:
     for t in threads:
         t.start()
     time.sleep(2.0)  # every watcher connected and waiting
-    db = settings.DATABASES["default"]
-    env = {
-        **os.environ,
-        "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db_name}",
-    }
-    out = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "bench" / "event_latency.py"),
-            "--writer",
-            "--rate",
-            str(args.rate),
-            "--seconds",
-            str(args.seconds),
-            "--batch",
-            str(args.batch),
-            "--watchers",
-            str(args.watchers),
-        ],
-        env=env,
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    report = json.loads(out.stdout.strip().splitlines()[-1])
-    deadline = time.time() + 60  # the watchers catch up with the last events
-    while sum(map(len, received)) < report["written"] and time.time() < deadline:
-        time.sleep(0.2)
+    report = write_and_wait(args, db_name, received, os.environ.get("REDIS_URL"))
     stop.set()
-    latencies = sorted(lat for per in received for _, lat in per)
-    ids = [i for per in received for i, _ in per]
-    return {
-        "written": report["written"],
-        "writer_behind_s": report["behind_s"],
-        "received": len(ids),
-        "duplicates": len(ids) - len(set(ids)),
-        "p50_ms": 1000 * statistics.median(latencies) if latencies else float("nan"),
-        "p99_ms": 1000 * latencies[int(0.99 * (len(latencies) - 1))] if latencies else float("nan"),
-        "max_ms": 1000 * latencies[-1] if latencies else float("nan"),
-    }
+    return delivery_report(report, received, missing=float("nan"))
 
 
 def main() -> None:

@@ -101,6 +101,63 @@ def watch(base: str, token: str, job_set: str, cursor: int, out: list, stop: thr
     response.close()
 
 
+def write_and_wait(args, db_name: str, received: list[list], redis_url: str | None) -> dict:
+    """Runs the writer (this file with ``--writer``) in its own process against ``db_name``,
+    with ``REDIS_URL`` set to ``redis_url`` (none when None), then waits up to 60 s for the
+    watchers to have received as many events as it wrote; returns the writer's report."""
+    from django.conf import settings
+
+    db = settings.DATABASES["default"]
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db_name}",
+    }
+    env.pop("REDIS_URL", None)
+    if redis_url:
+        env["REDIS_URL"] = redis_url
+    out = subprocess.run(
+        [
+            sys.executable,
+            __file__,
+            "--writer",
+            "--rate",
+            str(args.rate),
+            "--seconds",
+            str(args.seconds),
+            "--batch",
+            str(args.batch),
+            "--watchers",
+            str(args.watchers),
+        ],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    deadline = time.time() + 60  # the watchers catch up with the last events
+    while sum(map(len, received)) < report["written"] and time.time() < deadline:
+        time.sleep(0.2)
+    return report
+
+
+def delivery_report(report: dict, received: list[list], missing: float | None = None) -> dict:
+    """Events written (the writer's ``report``) against those the watchers ``received`` (one
+    list of ``(event id, latency s)`` per watcher): counts, duplicates and latencies in ms
+    (``missing`` for the latencies when nothing arrived)."""
+    latencies = sorted(lat for per in received for _, lat in per)
+    ids = [i for per in received for i, _ in per]
+    return {
+        "written": report["written"],
+        "writer_behind_s": report["behind_s"],
+        "received": len(ids),
+        "duplicates": len(ids) - len(set(ids)),
+        "p50_ms": 1000 * statistics.median(latencies) if latencies else missing,
+        "p99_ms": 1000 * latencies[int(0.99 * (len(latencies) - 1))] if latencies else missing,
+        "max_ms": 1000 * latencies[-1] if latencies else missing,
+    }
+
+
 def run_mode(args, db_name: str, token: str, redis_url: str | None) -> dict:
     sys.path.insert(0, str(ROOT / "bench"))
     from submit_api import free_port, start_server
@@ -128,54 +185,12 @@ def run_mode(args, db_name: str, token: str, redis_url: str | None) -> dict:
         for t in threads:
             t.start()
         time.sleep(2.0)  # every watcher connected and waiting
-        from django.conf import settings
-
-        db = settings.DATABASES["default"]
-        env = {
-            **os.environ,
-            "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db_name}",
-        }
-        env.pop("REDIS_URL", None)
-        if redis_url:
-            env["REDIS_URL"] = redis_url
-        out = subprocess.run(
-            [
-                sys.executable,
-                __file__,
-                "--writer",
-                "--rate",
-                str(args.rate),
-                "--seconds",
-                str(args.seconds),
-                "--batch",
-                str(args.batch),
-                "--watchers",
-                str(args.watchers),
-            ],
-            env=env,
-            check=True,
-            capture_output=True,
-            text=True,
-        )
-        report = json.loads(out.stdout.strip().splitlines()[-1])
-        deadline = time.time() + 60  # the watchers catch up with the last events
-        while sum(map(len, received)) < report["written"] and time.time() < deadline:
-            time.sleep(0.2)
+        report = write_and_wait(args, db_name, received, redis_url)
     finally:
         stop.set()
         server.terminate()
         server.wait(timeout=30)
-    latencies = sorted(lat for per in received for _, lat in per)
-    ids = [i for per in received for i, _ in per]
-    return {
-        "written": report["written"],
-        "writer_behind_s": report["behind_s"],
-        "received": len(ids),
-        "duplicates": len(ids) - len(set(ids)),
-        "p50_ms": 1000 * statistics.median(latencies) if latencies else None,
-        "p99_ms": 1000 * latencies[int(0.99 * (len(latencies) - 1))] if latencies else None,
-        "max_ms": 1000 * latencies[-1] if latencies else None,
-    }
+    return delivery_report(report, received)
 
 
 def main() -> None:
