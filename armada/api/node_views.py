@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework import serializers
@@ -77,6 +79,24 @@ def _body(request: Request) -> dict:
     return data
 
 
+def _stop_on_node(
+    action: Callable[..., list[str]], request: Request, executor: str, node: str
+) -> Response:
+    """Answers a cancel or preempt on the node: ``action`` (the service) with the body's
+    options, the ids of the jobs it stops."""
+    data = _body(request)
+    job_ids = action(
+        actor=request.user,
+        executor=executor,
+        node=node,
+        queues=data.get("queues"),
+        priority_classes=data.get("priorityClasses"),
+        reason=data.get("reason", ""),
+        now=timezone.now(),
+    )
+    return Response({"jobIds": job_ids})
+
+
 class NodeCancelView(ApiView):
     @extend_schema(
         request=NodeActionSerializer,
@@ -86,17 +106,7 @@ class NodeCancelView(ApiView):
         description=DESCRIPTION.format(verb="cancel", codename="cancel_any_jobs"),
     )
     def post(self, request: Request, executor: str, node: str) -> Response:
-        data = _body(request)
-        job_ids = node_jobs_cancel(
-            actor=request.user,
-            executor=executor,
-            node=node,
-            queues=data.get("queues"),
-            priority_classes=data.get("priorityClasses"),
-            reason=data.get("reason", ""),
-            now=timezone.now(),
-        )
-        return Response({"jobIds": job_ids})
+        return _stop_on_node(node_jobs_cancel, request, executor, node)
 
 
 class NodePreemptView(ApiView):
@@ -109,14 +119,4 @@ class NodePreemptView(ApiView):
         + " A preempted job ends preempted and is not retried.",
     )
     def post(self, request: Request, executor: str, node: str) -> Response:
-        data = _body(request)
-        job_ids = node_jobs_preempt(
-            actor=request.user,
-            executor=executor,
-            node=node,
-            queues=data.get("queues"),
-            priority_classes=data.get("priorityClasses"),
-            reason=data.get("reason", ""),
-            now=timezone.now(),
-        )
-        return Response({"jobIds": job_ids})
+        return _stop_on_node(node_jobs_preempt, request, executor, node)
