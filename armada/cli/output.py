@@ -204,6 +204,22 @@ def render_executor(executor: Mapping[str, Any], fmt: str) -> str:
 ROUND_HEADERS = ("ROUND", "STARTED", "DURATION MS", "CONSIDERED", "LEASED", "UNSCHEDULABLE")
 
 
+def render_rounds_table(rounds: Sequence[Mapping[str, Any]]) -> str:
+    """Scheduling rounds (as the server reports them), one row each."""
+    rows = [
+        [
+            cell(r.get("id")),
+            timestamp_cell(r.get("startedAt")),
+            cell(r.get("durationMs")),
+            cell(r.get("considered")),
+            cell(r.get("leased")),
+            cell(r.get("unschedulable")),
+        ]
+        for r in rounds
+    ]
+    return render_table(ROUND_HEADERS, rows)
+
+
 def render_scheduling(record: Mapping[str, Any], fmt: str) -> str:
     """Why a job waits, for people: its state, the reason, then the latest rounds."""
     if fmt != "table":
@@ -222,19 +238,7 @@ def render_scheduling(record: Mapping[str, Any], fmt: str) -> str:
         lines.append("Not pending: the job is not queued.")
     rounds = record.get("latestRounds") or []
     if rounds:
-        lines += ["", "Latest rounds:"]
-        rows = [
-            [
-                cell(r.get("id")),
-                timestamp_cell(r.get("startedAt")),
-                cell(r.get("durationMs")),
-                cell(r.get("considered")),
-                cell(r.get("leased")),
-                cell(r.get("unschedulable")),
-            ]
-            for r in rounds
-        ]
-        lines.append(render_table(ROUND_HEADERS, rows))
+        lines += ["", "Latest rounds:", render_rounds_table(rounds)]
     return "\n".join(lines)
 
 

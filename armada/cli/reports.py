@@ -15,9 +15,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from armada.cli.commands import EXIT_OK, make_client, out
-from armada.cli.output import cell, render_data, render_table, timestamp_cell
+from armada.cli.output import ROUND_HEADERS as ROUND_HEADERS  # the table's columns
+from armada.cli.output import (
+    cell,
+    render_data,
+    render_rounds_table,
+    render_table,
+    timestamp_cell,
+)
 
-ROUND_HEADERS = ("ROUND", "STARTED", "DURATION MS", "CONSIDERED", "LEASED", "UNSCHEDULABLE")
 SHARE_HEADERS = ("QUEUE", "PRIORITY FACTOR", "FAIR SHARE", "CURRENT SHARE", "QUEUED", "RUNNING")
 SHARE_HEADERS += ("CORDONED",)
 
@@ -40,18 +46,7 @@ def render_rounds(rounds: Sequence[Mapping[str, Any]], verbosity: int) -> list[s
         return ["No scheduling round has run yet."]
     if not verbosity:
         return [_round_line(rounds[0])]
-    rows = [
-        [
-            cell(r.get("id")),
-            timestamp_cell(r.get("startedAt")),
-            cell(r.get("durationMs")),
-            cell(r.get("considered")),
-            cell(r.get("leased")),
-            cell(r.get("unschedulable")),
-        ]
-        for r in rounds
-    ]
-    return ["Latest rounds:", render_table(ROUND_HEADERS, rows)]
+    return ["Latest rounds:", render_rounds_table(rounds)]
 
 
 def render_reasons(reasons: Sequence[Mapping[str, Any]], without: int = 0) -> list[str]:
