@@ -13,7 +13,13 @@ from armada.cli.config_commands import (
 )
 from armada.cli.login import cmd_login, cmd_logout
 from armada.cli.node_actions import check_node, cmd_node_action
-from armada.cli.parser_common import ArgumentParser, CommandTree, add_output_option, name_list
+from armada.cli.parser_common import (
+    ArgumentParser,
+    CommandTree,
+    add_output_option,
+    add_priority_class_filter,
+    name_list,
+)
 
 
 def add_executor_commands(tree: CommandTree) -> None:
@@ -55,21 +61,7 @@ def _add_node_filters(parser: ArgumentParser, action: str, done: str) -> None:
         metavar="Q1,Q2",
         help=f"{action} only jobs of these queues (default: all)",
     )
-    classes = parser.add_mutually_exclusive_group()
-    classes.add_argument(
-        "-p",
-        "--priority-classes",
-        type=name_list,
-        action="extend",
-        metavar="PC1,PC2",
-        help=f"{action} only jobs of these priority classes (default: all)",
-    )
-    classes.add_argument(
-        "-a",
-        "--all-priority-classes",
-        action="store_true",
-        help="jobs of every priority class (the default; Armada's flag)",
-    )
+    add_priority_class_filter(parser, action)
     parser.add_argument("--reason", default="", help=f"recorded on the {done} jobs")
     add_output_option(parser)
 

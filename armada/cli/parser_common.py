@@ -158,3 +158,23 @@ class CommandTree:
         )
         add_global_options(parser, suppress=True)
         return parser
+
+
+def add_priority_class_filter(parser: argparse.ArgumentParser, verb: str) -> None:
+    """``-p/--priority-classes PC1,PC2`` (repeatable; ``verb`` only jobs of those classes) or
+    ``-a/--all-priority-classes``, Armada's flag for the default: every class."""
+    classes = parser.add_mutually_exclusive_group()
+    classes.add_argument(
+        "-p",
+        "--priority-classes",
+        type=name_list,
+        action="extend",
+        metavar="PC1,PC2",
+        help=f"{verb} only jobs of these priority classes (default: all)",
+    )
+    classes.add_argument(
+        "-a",
+        "--all-priority-classes",
+        action="store_true",
+        help="jobs of every priority class (the default; Armada's flag)",
+    )

@@ -18,6 +18,7 @@ from armada.cli.parser_common import (
     ArgumentParser,
     CommandTree,
     add_output_option,
+    add_priority_class_filter,
     label_map,
     name_list,
     priority_factor,
@@ -185,21 +186,7 @@ def _add_selection(parser: ArgumentParser, *, only_cordoned: bool, dry_run: bool
 
 
 def _add_job_filters(parser: ArgumentParser, verb: str, done: str) -> None:
-    classes = parser.add_mutually_exclusive_group()
-    classes.add_argument(
-        "-p",
-        "--priority-classes",
-        type=name_list,
-        action="extend",
-        metavar="PC1,PC2",
-        help=f"{verb} only jobs of these priority classes (default: all)",
-    )
-    classes.add_argument(
-        "-a",
-        "--all-priority-classes",
-        action="store_true",
-        help="jobs of every priority class (the default; Armada's flag)",
-    )
+    add_priority_class_filter(parser, verb)
     parser.add_argument(
         "--pools",
         type=name_list,
