@@ -16,7 +16,7 @@ from armada.models import Job, Queue, SchedulingRound
 from armada.services.authz import require_queue_verb, watchable_queues
 from armada.services.errors import NotFound, ValidationFailed
 from armada.services.jobs import job_get
-from armada.services.records import pending_reason
+from armada.services.records import pending_reason, round_summary
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
@@ -120,19 +120,6 @@ def job_sets_list(*, actor: Any, queue: str) -> list[dict[str, Any]]:
     return list(sets.values())
 
 
-def _round_summary(round_: SchedulingRound) -> dict[str, Any]:
-    return {
-        "id": round_.id,
-        "startedAt": round_.started_at,
-        "durationMs": round_.duration_ms,
-        "considered": round_.considered,
-        "leased": round_.leased,
-        "expired": round_.expired,
-        "decided": round_.decided,
-        "unschedulable": round_.unschedulable,
-    }
-
-
 def job_scheduling(*, actor: Any, job_id: str) -> dict[str, Any]:
     """Why a job is (or is not) waiting: its state, the recorded pending reason (None when it
     is not queued or no round has looked at it yet) and the latest scheduling rounds."""
@@ -144,5 +131,5 @@ def job_scheduling(*, actor: Any, job_id: str) -> dict[str, Any]:
         "jobSetId": job.job_set,
         "state": job.state,
         "pendingReason": pending_reason(job),
-        "latestRounds": [_round_summary(r) for r in rounds],
+        "latestRounds": [round_summary(r) for r in rounds],
     }

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import datetime
+from typing import Any
 
 from django.db import transaction
 
@@ -91,3 +92,17 @@ def pending_reason(job) -> dict | None:
     if latest is None or latest.started_at < job.last_transition_at:
         return None
     return {"reason": NOT_REACHED, "roundId": latest.id, "at": latest.started_at}
+
+
+def round_summary(round_: SchedulingRound) -> dict[str, Any]:
+    """A scheduling round as the API shows it (a job's scheduling record, the reports)."""
+    return {
+        "id": round_.id,
+        "startedAt": round_.started_at,
+        "durationMs": round_.duration_ms,
+        "considered": round_.considered,
+        "leased": round_.leased,
+        "expired": round_.expired,
+        "decided": round_.decided,
+        "unschedulable": round_.unschedulable,
+    }

@@ -26,6 +26,7 @@ from armada.models import Queue, SchedulingReason, SchedulingRound
 from armada.services.authz import require_queue_verb, watchable_queues
 from armada.services.errors import NotFound, ValidationFailed
 from armada.services.queue_shares import QueueShare, queue_shares
+from armada.services.records import round_summary
 
 MAX_VERBOSITY = 3
 EXAMPLE_JOBS = 10
@@ -50,19 +51,6 @@ def parse_report_options(*, pool: Any, verbosity: Any) -> tuple[str | None, int]
     if isinstance(verbosity, bool) or not 0 <= level <= MAX_VERBOSITY:
         raise ValidationFailed.one("verbosity", f"must be a whole number from 0 to {MAX_VERBOSITY}")
     return chosen, level
-
-
-def _round(round_: SchedulingRound) -> dict[str, Any]:
-    return {
-        "id": round_.id,
-        "startedAt": round_.started_at,
-        "durationMs": round_.duration_ms,
-        "considered": round_.considered,
-        "leased": round_.leased,
-        "expired": round_.expired,
-        "decided": round_.decided,
-        "unschedulable": round_.unschedulable,
-    }
 
 
 def _share(share: QueueShare) -> dict[str, Any]:
@@ -100,7 +88,7 @@ def pending_reasons(*, queues: list[str] | None, verbosity: int) -> list[dict[st
 
 def _rounds(verbosity: int) -> list[dict[str, Any]]:
     shown = ROUNDS_VERBOSE if verbosity else 1
-    return [_round(r) for r in SchedulingRound.objects.order_by("-id")[:shown]]
+    return [round_summary(r) for r in SchedulingRound.objects.order_by("-id")[:shown]]
 
 
 def queue_report(
