@@ -135,49 +135,9 @@ def start_grpc(db_name: str, port: int):
     raise RuntimeError("the grpc process did not start")
 
 
-def run_threads(work: list, clients: int, send) -> tuple[float, int]:
-    """Send every item of ``work`` with ``clients`` threads (``send(thread_index, item)``
-    returns the jobs accepted); returns (seconds, jobs accepted)."""
-    lock = threading.Lock()
-    todo = list(work)
-    accepted = [0]
-    errors: list[str] = []
-
-    def worker(index: int) -> None:
-        while True:
-            with lock:
-                if not todo or errors:
-                    return
-                item = todo.pop()
-            try:
-                count = send(index, item)
-            except Exception as exc:  # noqa: BLE001 - reported below
-                errors.append(repr(exc)[:300])
-                return
-            with lock:
-                accepted[0] += count
-
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(clients)]
-    started = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    elapsed = time.perf_counter() - started
-    if errors:
-        raise RuntimeError(f"submit failed: {errors[0]}")
-    return elapsed, accepted[0]
-
-
 def submit_rest(base: str, token: str, args) -> float:
-    import requests
-    from submit_api import job_item
+    from submit_api import job_item, run_clients
 
-    sessions = []
-    for _ in range(args.clients):
-        session = requests.Session()
-        session.headers["Authorization"] = f"Token {token}"
-        sessions.append(session)
     files = [
         {
             "queue": "bench",
@@ -186,18 +146,13 @@ def submit_rest(base: str, token: str, args) -> float:
         }
         for n, start in enumerate(range(0, args.jobs, args.per_request))
     ]
-
-    def send(index: int, body: dict) -> int:
-        response = sessions[index].post(f"{base}/api/v1/jobs", json=body, timeout=300)
-        if response.status_code != 201:
-            raise RuntimeError(f"{response.status_code} {response.text[:200]}")
-        return len(response.json()["jobIds"])
-
-    elapsed, accepted = run_threads(files, args.clients, send)
+    elapsed, accepted = run_clients(base, token, files, args.clients)
     return accepted / elapsed
 
 
 def submit_grpc(targets: list[str], token: str, args) -> float:
+    from submit_api import run_threads
+
     spec = pod_spec()
     clients = [armada_client(targets[i % len(targets)], token) for i in range(args.clients)]
     make_item = clients[0].create_job_request_item

@@ -103,31 +103,30 @@ def job_item(i: int) -> dict:
     }
 
 
-def run_clients(base: str, token: str, files: list[dict], clients: int) -> tuple[float, int]:
-    """Send ``files`` with ``clients`` threads; returns (seconds, jobs accepted)."""
-    import requests
-
+def run_threads(work: list, clients: int, send) -> tuple[float, int]:
+    """Send every item of ``work`` with ``clients`` threads (``send(thread_index, item)``
+    returns the jobs accepted); returns (seconds, jobs accepted). The first failure stops
+    every thread and is raised."""
     lock = threading.Lock()
-    todo = list(files)
+    todo = list(work)
     accepted = [0]
     errors: list[str] = []
 
-    def worker() -> None:
-        session = requests.Session()
-        session.headers["Authorization"] = f"Token {token}"
+    def worker(index: int) -> None:
         while True:
             with lock:
-                if not todo:
+                if not todo or errors:
                     return
-                body = todo.pop()
-            response = session.post(f"{base}/api/v1/jobs", json=body, timeout=300)
-            if response.status_code != 201:
-                errors.append(f"{response.status_code} {response.text[:200]}")
+                item = todo.pop()
+            try:
+                count = send(index, item)
+            except Exception as exc:  # noqa: BLE001 - reported below
+                errors.append(repr(exc)[:300])
                 return
             with lock:
-                accepted[0] += len(response.json()["jobIds"])
+                accepted[0] += count
 
-    threads = [threading.Thread(target=worker) for _ in range(clients)]
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(clients)]
     started = time.perf_counter()
     for t in threads:
         t.start()
@@ -137,6 +136,25 @@ def run_clients(base: str, token: str, files: list[dict], clients: int) -> tuple
     if errors:
         raise RuntimeError(f"submit failed: {errors[0]}")
     return elapsed, accepted[0]
+
+
+def run_clients(base: str, token: str, files: list[dict], clients: int) -> tuple[float, int]:
+    """Send ``files`` with ``clients`` threads; returns (seconds, jobs accepted)."""
+    import requests
+
+    sessions = []
+    for _ in range(clients):
+        session = requests.Session()
+        session.headers["Authorization"] = f"Token {token}"
+        sessions.append(session)
+
+    def send(index: int, body: dict) -> int:
+        response = sessions[index].post(f"{base}/api/v1/jobs", json=body, timeout=300)
+        if response.status_code != 201:
+            raise RuntimeError(f"{response.status_code} {response.text[:200]}")
+        return len(response.json()["jobIds"])
+
+    return run_threads(files, clients, send)
 
 
 def raw_copy(count: int, with_events: bool) -> float:
