@@ -17,7 +17,7 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -26,6 +26,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import pytest
 
 from armada.cli import client as client_module
+from armada.cli.main import main
 
 CREATED = "2025-03-04T05:06:07Z"
 QUEUE_DEFAULTS: dict[str, Any] = {
@@ -505,6 +506,26 @@ def fake_armada() -> Iterator[FakeArmada]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
+
+
+def live_armadactl(
+    url: str, capsys: pytest.CaptureFixture[str], default_user: tuple[str, str]
+) -> Callable[..., tuple[int, str, str]]:
+    """``armadactl`` against the server at ``url``: ``call(*argv, user=(name, password))``
+    (``default_user`` when no user is given) returns the exit code, stdout and stderr."""
+
+    def call(*argv: str, user: tuple[str, str] = default_user) -> tuple[int, str, str]:
+        code = main([*argv, "--url", url, "--username", user[0], "--password", user[1]])
+        captured = capsys.readouterr()
+        return code, captured.out, captured.err
+
+    return call
+
+
+@pytest.fixture
+def ctl(live_server, capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int, str, str]]:
+    """``armadactl`` against Django's live server, as olive (the queue owner) by default."""
+    return live_armadactl(live_server.url, capsys, ("olive", "olive-password"))
 
 
 @pytest.fixture(autouse=True)

@@ -107,16 +107,6 @@ def on_node(settings, queue, owner) -> list[str]:
     return ids
 
 
-@pytest.fixture
-def ctl(live_server, capsys):
-    def call(*argv: str, user: tuple[str, str] = ("olive", "olive-password")):
-        code = main([*argv, "--url", live_server.url, "--username", user[0], "--password", user[1]])
-        captured = capsys.readouterr()
-        return code, captured.out, captured.err
-
-    return call
-
-
 @pytest.mark.django_db(transaction=True)
 def test_live_node_actions(ctl, on_node, member):
     code, _, err = ctl("cancel", "node", "ghost", "-e", "test")

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from django.contrib.auth.models import Group, Permission
 
-from armada.cli.main import main
 from armada.core.config import parse_config
 from armada.models import Executor, Job, Queue, RetryPolicy
 from armada.services.executors import executor_register
 from armada.services.records import records_write
 from armada.services.submit import job_submit
+from tests.cli.conftest import live_armadactl
 from tests.conftest import at, job, job_file
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -36,12 +36,8 @@ retryPolicies: [oom-retries]
 
 @pytest.fixture
 def ctl(live_server, admin_user, capsys):
-    def run(*argv: str, user: tuple[str, str] = ("root", "root-password")):
-        code = main([*argv, "--url", live_server.url, "--username", user[0], "--password", user[1]])
-        captured = capsys.readouterr()
-        return code, captured.out, captured.err
-
-    return run
+    """As the admin (root) by default."""
+    return live_armadactl(live_server.url, capsys, ("root", "root-password"))
 
 
 def test_create_from_a_file_with_several_kinds_and_a_dry_run_first(ctl, tmp_path: Path):

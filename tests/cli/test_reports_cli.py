@@ -9,7 +9,6 @@ import json
 import pytest
 from django.utils import timezone
 
-from armada.cli.main import main
 from armada.models import Executor, Run
 from armada.services.records import records_write
 from armada.services.scheduler import scheduler_cycle
@@ -20,16 +19,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 FAKE = "fake.armadaproject.io/"
 NO_CPU = "no node with 8 cpu free"
-
-
-@pytest.fixture
-def ctl(live_server, capsys):
-    def call(*argv: str, user: tuple[str, str] = ("olive", "olive-password")):
-        code = main([*argv, "--url", live_server.url, "--username", user[0], "--password", user[1]])
-        captured = capsys.readouterr()
-        return code, captured.out, captured.err
-
-    return call
 
 
 @pytest.fixture
