@@ -37,17 +37,13 @@ from armada.services.errors import (
 from armada.services.tokens import token_create
 from armada.wire.gateway import make_view
 from armada.wire.http_rules import django_route, http_rules
-from armada.wire.registry import OPERATIONS, Call, Operation, load_operations, method_descriptor
+from armada.wire.registry import OPERATIONS, Call, load_operations, method_descriptor
 from armada.wire.server import INTERNAL_MESSAGE
 from tests.api.test_bodyguard import Inner, Upload, basic, call, length, scope
+from tests.wire.fake_operations import operation, raiser
 
 pytestmark = pytest.mark.django_db
 JSON = "application/json"
-
-
-def operation(name: str, func: Callable) -> Operation:
-    method = method_descriptor(name)
-    return Operation(name, func, method.server_streaming, method)
 
 
 @pytest.fixture
@@ -359,13 +355,6 @@ def test_path_text_that_cannot_be_stored_is_400_in_the_gateways_shape(client, sw
 
 
 # --- errors ------------------------------------------------------------------------------
-
-
-def raiser(exc: BaseException) -> Callable:
-    def op(call: Call, request: Any) -> Any:
-        raise exc
-
-    return op
 
 
 @pytest.mark.parametrize(

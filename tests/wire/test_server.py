@@ -41,11 +41,12 @@ from armada.services.errors import (
     ValidationFailed,
 )
 from armada.services.tokens import token_create
-from armada.wire.registry import Call, Operation, load_operations, method_descriptor
+from armada.wire.registry import Call, Operation, load_operations
 from armada.wire.server import INTERNAL_MESSAGE, MAX_MESSAGE_BYTES, WireServer, run_unary
 from tests.conftest import T0
 from tests.e2e.conftest import _free_port
 from tests.waiting import wait_until
+from tests.wire.fake_operations import operation, raiser
 
 pytestmark = pytest.mark.django_db(transaction=True)
 ROOT = Path(__file__).resolve().parents[2]
@@ -90,11 +91,6 @@ class InProcessServer:
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(TIMEOUT)
         self.loop.close()
-
-
-def operation(name: str, func: Callable, *, anonymous: bool = False) -> Operation:
-    method = method_descriptor(name)
-    return Operation(name, func, method.server_streaming, method, anonymous)
 
 
 def whoami(call: Call, request: submit_pb2.QueueGetRequest) -> submit_pb2.Queue:
@@ -215,13 +211,6 @@ def test_failed_logins_are_throttled_as_on_rest(whoami_server, owner, settings):
 
 
 # --- errors -----------------------------------------------------------------------------
-
-
-def raiser(exc: BaseException) -> Callable:
-    def op(call: Call, request: Any) -> Any:
-        raise exc
-
-    return op
 
 
 @pytest.mark.parametrize(
