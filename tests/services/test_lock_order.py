@@ -32,6 +32,7 @@ from armada.services.scheduler import scheduler_cycle, scheduler_state_reset
 from armada.services.stopping import job_preempt, jobs_cancel, jobs_cancel_by_state
 from armada.services.submit import job_submit
 from tests.conftest import container, job_file
+from tests.racing import Race, deadlocks
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -64,12 +65,6 @@ CATEGORIES = {
         },
     ],
 }
-
-
-def _deadlocks() -> int:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()")
-        return cursor.fetchone()[0]
 
 
 def _batch(n: int) -> list[dict]:
@@ -119,31 +114,9 @@ def test_submits_decisions_cancels_and_reprioritizes_at_once_never_deadlock(
         actor=admin_user, name="demo", data={"retryPolicies": ["busy"]}, now=timezone.now()
     )
     agent = ExecutorAgent(settings.ARMADA.executors[0], FakeBackend())
-    before = _deadlocks()
-
-    stop = threading.Event()
-    errors: list[str] = []
-    counts: dict[str, int] = {}
-
-    def loop(name: str, step: Callable[[int], None]) -> Callable[[], None]:
-        def run() -> None:
-            n = 0
-            try:
-                while not stop.is_set():
-                    try:
-                        step(n)
-                    except (NotFound, Conflict):
-                        pass  # nothing left to cancel or preempt in that set: not a lock problem
-                    finally:
-                        connection.close()  # back to the pool, as after each request
-                    n += 1
-            except Exception as exc:  # noqa: BLE001 - reported below, with the thread's name
-                errors.append(f"{name}: {type(exc).__name__}: {exc}")
-                stop.set()
-            finally:
-                counts[name] = n
-
-        return run
+    before = deadlocks()
+    # NotFound, Conflict: nothing left to cancel or preempt in that set, not a lock problem.
+    race = Race(tolerated=(NotFound, Conflict))
 
     def submitter(k: int) -> Callable[[int], None]:
         def step(n: int) -> None:
@@ -202,19 +175,12 @@ def test_submits_decisions_cancels_and_reprioritizes_at_once_never_deadlock(
         "preempt": preempt,
         "reset": reset,
     }
-    threads = [threading.Thread(target=loop(name, step), name=name) for name, step in steps.items()]
-    for thread in threads:
-        thread.start()
-    stop.wait(SECONDS)
-    stop.set()
-    for thread in threads:
-        thread.join(timeout=120)
-    assert not any(t.is_alive() for t in threads)
+    race.run(steps, SECONDS)
 
-    assert errors == []
-    assert _deadlocks() == before
+    assert race.errors == []
+    assert deadlocks() == before
     # Every kind of work really ran, and ran often.
-    assert all(counts[name] > 3 for name in steps), sorted(counts.items())
+    assert all(race.counts[name] > 3 for name in steps), sorted(race.counts.items())
     assert Job.objects.filter(failure_count__gt=0).exists()  # failures were decided
     assert Job.objects.filter(state="cancelled").exists()
 

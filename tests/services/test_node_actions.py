@@ -6,9 +6,6 @@ its events."""
 
 from __future__ import annotations
 
-import threading
-from collections import Counter
-
 import pytest
 from django.contrib.auth.models import Permission
 from django.db import connection
@@ -24,6 +21,7 @@ from armada.services.queues import queue_create
 from armada.services.scheduler import scheduler_cycle, scheduler_state_reset
 from armada.services.submit import job_submit
 from tests.conftest import T0, at, container, job_file
+from tests.racing import Race, deadlocks
 
 FAKE = "fake.armadaproject.io/"
 LONG = {FAKE + "duration": "1h"}
@@ -275,12 +273,6 @@ def test_bad_input_names_the_field_and_changes_nothing(busy, admin_user, fields,
 # --- PostgreSQL: against the scheduler and the executor at once ---------------------------------
 
 
-def _deadlocks() -> int:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()")
-        return cursor.fetchone()[0]
-
-
 @pytest.mark.django_db(transaction=True)
 def test_node_cancel_races_leases_and_reports_on_that_node_without_deadlock(
     settings, queue, owner, admin_user
@@ -305,67 +297,42 @@ def test_node_cancel_races_leases_and_reports_on_that_node_without_deadlock(
     scheduler_state_reset()
     agent = ExecutorAgent(settings.ARMADA.executors[0], FakeBackend())
     agent.tick(timezone.now())
-    before = _deadlocks()
-    stop = threading.Event()
-    errors: list[str] = []
-    counts: Counter[str] = Counter()
+    before = deadlocks()
+    race = Race()
     answered: list[str] = []
 
-    def loop(name, step):
-        def run():
-            try:
-                while not stop.is_set():
-                    try:
-                        step()
-                        counts[name] += 1
-                    finally:
-                        connection.close()
-            except Exception as exc:  # noqa: BLE001 - reported below with the thread's name
-                errors.append(f"{name}: {type(exc).__name__}: {exc}")
-                stop.set()
-
-        return run
-
-    def submit_some():
+    def submit_some(n: int) -> None:
         durations = ["0s", "300ms", "1h"]
         jobs = [
-            spec("500m", annotations={FAKE + "duration": durations[(counts["submit"] + i) % 3]})
-            for i in range(10)
+            spec("500m", annotations={FAKE + "duration": durations[(n + i) % 3]}) for i in range(10)
         ]
         job_submit(actor=owner, data=job_file(jobs=jobs), now=timezone.now())
-        stop.wait(0.05)
+        race.stop.wait(0.05)
 
-    def cycle():
+    def cycle(_: int) -> None:
         scheduler_cycle(now=timezone.now())
 
-    def tick():
+    def tick(_: int) -> None:
         agent.tick(timezone.now())
 
-    def cancel():
+    def cancel(_: int) -> None:
         answered.extend(
             node_jobs_cancel(actor=admin_user, executor="hot", node="n", now=timezone.now())
         )
-        stop.wait(0.1)
+        race.stop.wait(0.1)
 
-    def preempt():
+    def preempt(_: int) -> None:
         node_jobs_preempt(
             actor=owner, executor="hot", node="n", queues=["demo"], now=timezone.now()
         )
-        stop.wait(0.15)
+        race.stop.wait(0.15)
 
     steps = {"submit": submit_some, "scheduler": cycle, "executor": tick, "cancel": cancel}
     steps["preempt"] = preempt
-    threads = [threading.Thread(target=loop(n, s), name=n) for n, s in steps.items()]
-    for thread in threads:
-        thread.start()
-    stop.wait(12)
-    stop.set()
-    for thread in threads:
-        thread.join(timeout=120)
-    assert not any(t.is_alive() for t in threads)
-    assert errors == []
-    assert _deadlocks() == before
-    assert all(counts[name] > 3 for name in steps), dict(counts)
+    race.run(steps, 12)
+    assert race.errors == []
+    assert deadlocks() == before
+    assert all(race.counts[name] > 3 for name in steps), dict(race.counts)
     assert answered, "the node cancels found jobs on the node"
 
     # Drain: the executor reports every stop; then every job is in one state, with its events.

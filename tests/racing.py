@@ -1,0 +1,75 @@
+"""Racing work against the database in threads, for the PostgreSQL lock-order tests.
+
+``Race`` runs named steps, each in its own thread and over and over, until a time is up or
+a step fails; each step ends by closing its thread's database connection (back to the
+pool, as after a request), so every step is its own connection. ``deadlocks()`` reads
+PostgreSQL's count of deadlocks in the current database, to compare before and after.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Callable, Mapping
+
+from django.db import connection
+
+#: Seconds a thread gets to finish its step once the race is stopped.
+JOIN_TIMEOUT = 120.0
+
+
+def deadlocks() -> int:
+    """How many deadlocks PostgreSQL has detected in the current database so far."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()")
+        return cursor.fetchone()[0]
+
+
+class Race:
+    """Steps racing each other. Create it first so that steps can pause on ``stop`` and read
+    ``counts``; then ``run`` them.
+
+    - ``stop``: set when the time is up or a step failed (a step may ``stop.wait`` to pause);
+    - ``counts``: per step name, the steps done so far (one that raised a ``tolerated``
+      exception counts as done);
+    - ``errors``: ``"<name>: <type>: <message>"`` for a step that raised anything else; the
+      first one stops the race.
+    """
+
+    def __init__(self, *, tolerated: tuple[type[BaseException], ...] = ()) -> None:
+        self.tolerated = tolerated
+        self.stop = threading.Event()
+        self.counts: Counter[str] = Counter()
+        self.errors: list[str] = []
+
+    def _loop(self, name: str, step: Callable[[int], None]) -> None:
+        n = 0
+        try:
+            while not self.stop.is_set():
+                try:
+                    step(n)
+                except self.tolerated:
+                    pass
+                finally:
+                    connection.close()
+                n += 1
+                self.counts[name] = n
+        except Exception as exc:  # noqa: BLE001 - reported in errors, with the step's name
+            self.errors.append(f"{name}: {type(exc).__name__}: {exc}")
+            self.stop.set()
+
+    def run(self, steps: Mapping[str, Callable[[int], None]], seconds: float) -> None:
+        """Run every step (``step(n)``, n counting that step's runs from 0) in its own thread
+        for ``seconds`` or until one fails; returns once every thread has ended (and fails
+        the test if one has not within ``JOIN_TIMEOUT``)."""
+        threads = [
+            threading.Thread(target=self._loop, args=(name, step), name=name)
+            for name, step in steps.items()
+        ]
+        for thread in threads:
+            thread.start()
+        self.stop.wait(seconds)
+        self.stop.set()
+        for thread in threads:
+            thread.join(timeout=JOIN_TIMEOUT)
+        assert not any(t.is_alive() for t in threads)
