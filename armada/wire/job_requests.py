@@ -13,6 +13,7 @@ server would honour, is refused naming its field rather than dropped: several po
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Iterator
@@ -81,7 +82,10 @@ def job_file_of(request: submit_pb2.JobSubmitRequest) -> tuple[dict[str, Any], F
         )
     names = FieldNames()
     problems: list[FieldError] = []
-    jobs = [_job_of(i, item, names, problems) for i, item in enumerate(request.job_request_items)]
+    specs = _PodSpecs()
+    jobs = [
+        _job_of(i, item, names, problems, specs) for i, item in enumerate(request.job_request_items)
+    ]
     data: dict[str, Any] = {"queue": request.queue, "jobSetId": request.job_set_id, "jobs": jobs}
     try:  # what a pod spec's raw fields hold (NaN, deep nesting) must be storable too
         check_storable(data)
@@ -93,8 +97,31 @@ def job_file_of(request: submit_pb2.JobSubmitRequest) -> tuple[dict[str, Any], F
     return data, names
 
 
+class _PodSpecs:
+    """The pod specs of one request, each distinct one converted once: the items of a batch
+    mostly carry the same spec, and converting a message costs several times more than
+    serializing it to look it up. Every item still gets a dict of its own (parsed from the
+    converted JSON), so changing one (its ``nodeSelector``) changes no other."""
+
+    def __init__(self) -> None:
+        self.converted: dict[bytes, str] = {}
+
+    def convert(self, message: Any, where: str) -> dict[str, Any]:
+        key = message.SerializeToString(deterministic=True)
+        known = self.converted.get(key)
+        if known is not None:
+            return json.loads(known)
+        pod_spec = pod_spec_from_message(message, where=where)  # errors name this item
+        self.converted[key] = json.dumps(pod_spec)
+        return pod_spec
+
+
 def _job_of(
-    index: int, item: submit_pb2.JobSubmitRequestItem, names: FieldNames, problems: list[FieldError]
+    index: int,
+    item: submit_pb2.JobSubmitRequestItem,
+    names: FieldNames,
+    problems: list[FieldError],
+    specs: _PodSpecs,
 ) -> dict[str, Any]:
     where = f"{ITEMS}[{index}]"
     job: dict[str, Any] = {}
@@ -132,7 +159,7 @@ def _job_of(
         names.pod_spec[index] = f"{where}.podSpecs[0]"
     if spec_message is not None:
         try:
-            pod_spec = pod_spec_from_message(spec_message, where=names.pod_spec[index])
+            pod_spec = specs.convert(spec_message, names.pod_spec[index])
         except ValidationFailed as exc:
             problems.extend(exc.errors)
             pod_spec = {}

@@ -229,6 +229,36 @@ def test_every_problem_of_a_request_is_named_at_once(owner, queue):
     assert counts() == (0, 0)
 
 
+def test_items_sharing_a_pod_spec_each_get_their_own(owner, queue):
+    """A batch's identical pod specs are converted once, yet each job keeps its own: one
+    item's requiredNodeLabels reach only that job's nodeSelector."""
+    response = call(
+        "SubmitJobs",
+        owner,
+        submit_request(
+            item(), item(required_node_labels={"zone": "a"}), item(), item(priority=3.0)
+        ),
+    )
+    ids = submitted_ids(response)
+    selectors = [Job.objects.get(id=i).pod_spec.get("nodeSelector") for i in ids]
+    assert selectors == [None, {"zone": "a"}, None, None]
+    assert Job.objects.get(id=ids[3]).pod_spec == Job.objects.get(id=ids[0]).pod_spec
+
+
+def test_a_bad_pod_spec_repeated_is_named_in_every_item(owner, queue):
+    before = counts()
+    with pytest.raises(ValidationFailed) as raised:
+        call(
+            "SubmitJobs",
+            owner,
+            submit_request(item(pod_spec=pod(cpu="lots")), item(pod_spec=pod(cpu="lots"))),
+        )
+    named = fields_of(raised.value)
+    for index in (0, 1):
+        assert f"jobRequestItems[{index}].podSpec.containers[0].resources.requests.cpu" in named
+    assert counts() == before
+
+
 def test_what_a_pod_spec_holds_must_be_storable(owner, queue):
     from armada_client.k8s.io.apimachinery.pkg.apis.meta.v1 import generated_pb2 as meta
 
