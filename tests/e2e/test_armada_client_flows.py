@@ -55,9 +55,7 @@ from tests.e2e.conftest import (
 )
 from tests.waiting import wait_for_http
 
-# The marker makes pytest-django set the test database up; each test runs in a transaction
-# of its own that it rolls back, while the system's rows are committed by its processes.
-pytestmark = [pytest.mark.e2e, pytest.mark.django_db]
+pytestmark = [pytest.mark.e2e]
 
 FAKE = "fake.armadaproject.io/"
 ADMIN, ADMIN_PASSWORD = "e2e-admin", "e2e-password"
@@ -208,32 +206,47 @@ def users_and_tokens() -> dict[str, str]:
     }
 
 
-def module_system(
-    django_db_blocker, tmp_path_factory, name: str, config: dict = CONFIG
-) -> Iterator[Flows]:
-    """A system for a whole module: its users, its processes, and at the end an empty
-    database again (as ``transactional_db`` leaves it)."""
+def module_database(django_db_blocker) -> Iterator[None]:
+    """The database of a module whose tests share one system: open to the module's tests
+    with no transaction around them (the processes must see, and on SQLite be able to
+    write, what each test does), and flushed when the module ends, as ``transactional_db``
+    leaves it after a test."""
     from django.core.management import call_command
 
     with django_db_blocker.unblock():
-        flows: Flows | None = None
         try:
-            tokens = users_and_tokens()
-            system = start_system(tmp_path_factory.mktemp(name), config)
-            flows = Flows(system=system, tokens=tokens)
-            run_system(system, config)
-            yield flows
+            yield
         finally:
-            if flows is not None:
-                for channel in flows.channels:
-                    channel.close()
-                flows.system.stop_all()
             call_command("flush", interactive=False, verbosity=0)
 
 
 @pytest.fixture(scope="module")
-def flows(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[Flows]:
-    yield from module_system(django_db_blocker, tmp_path_factory, "client-flows")
+def transactional_db(django_db_setup, django_db_blocker) -> Iterator[None]:
+    """pytest-django's ``transactional_db`` for the whole module (see ``module_database``).
+    Its name is what makes pytest-django create the test database for these tests."""
+    yield from module_database(django_db_blocker)
+
+
+def module_system(tmp_path_factory, name: str, config: dict = CONFIG) -> Iterator[Flows]:
+    """A system for a whole module (database access must be open): its users, then its
+    processes, stopped at the end whatever happens."""
+    flows: Flows | None = None
+    try:
+        tokens = users_and_tokens()
+        system = start_system(tmp_path_factory.mktemp(name), config)
+        flows = Flows(system=system, tokens=tokens)
+        run_system(system, config)
+        yield flows
+    finally:
+        if flows is not None:
+            for channel in flows.channels:
+                channel.close()
+            flows.system.stop_all()
+
+
+@pytest.fixture(scope="module")
+def flows(transactional_db, tmp_path_factory) -> Iterator[Flows]:
+    yield from module_system(tmp_path_factory, "client-flows")
 
 
 # --- building requests ---------------------------------------------------------------------

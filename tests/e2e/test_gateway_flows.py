@@ -33,10 +33,11 @@ from tests.e2e.test_armada_client_flows import (
     NOWHERE,
     OUTSIDER,
     Flows,
+    module_database,
     module_system,
 )
 
-pytestmark = [pytest.mark.e2e, pytest.mark.django_db]
+pytestmark = [pytest.mark.e2e]
 POLICY_NAME = "gpu-flaky-http"
 # grpc-gateway's error codes (gRPC's numbers) in an error body.
 INVALID_ARGUMENT, NOT_FOUND, ALREADY_EXISTS, PERMISSION_DENIED = 3, 5, 6, 7
@@ -44,8 +45,14 @@ FAILED_PRECONDITION, UNAUTHENTICATED = 9, 16
 
 
 @pytest.fixture(scope="module")
-def gateway(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[Flows]:
-    yield from module_system(django_db_blocker, tmp_path_factory, "gateway-flows")
+def transactional_db(django_db_setup, django_db_blocker) -> Iterator[None]:
+    """One database for the module's tests, flushed at its end (``module_database``)."""
+    yield from module_database(django_db_blocker)
+
+
+@pytest.fixture(scope="module")
+def gateway(transactional_db, tmp_path_factory) -> Iterator[Flows]:
+    yield from module_system(tmp_path_factory, "gateway-flows")
 
 
 # --- HTTP ----------------------------------------------------------------------------------
