@@ -4,8 +4,9 @@ Armada's REST gateway speaks protobuf's JSON mapping for its own messages (``api
 Kubernetes' JSON for the Kubernetes types they hold (a pod spec, a job's ingress):
 ``"cpu": "500m"``, a port as ``8080`` or ``"http"``, ``livenessProbe.httpGet`` with the
 probe's handler inlined. Those types are proto2 messages whose shape differs from their
-JSON, and ``wire.podspec`` converts any of them both ways (``json_to_message``,
-``message_to_json``). This module finds them in an ``api.*`` message or its JSON, by type:
+JSON, and ``wire.podspec`` maps any of them both ways (``k8s_from_json.json_to_message``,
+``k8s_to_json.message_to_json``). This module finds them in an ``api.*`` message or its JSON,
+by type:
 
 - :func:`split_kubernetes` takes each Kubernetes-typed value out of a request's JSON (so
   that protobuf's parser sees only ``api.*`` fields) and :func:`fill_kubernetes` puts it
@@ -26,7 +27,8 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
 from armada.core.errors import FieldError, ValidationFailed
-from armada.wire.podspec import json_to_message, message_to_json
+from armada.wire.k8s_from_json import json_to_message
+from armada.wire.k8s_to_json import message_to_json
 
 KUBERNETES = "k8s.io."
 Step = tuple[str, Any]  # a field name, and the index or map key within it (None: singular)
