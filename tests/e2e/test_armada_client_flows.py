@@ -14,8 +14,12 @@ class does not wrap):
 - retry-policy CRUD, a policy attached with ``update_queue``, and a job whose runs fail in the
   category the policy retries: a ``JobFailedEvent`` with ``retryable`` and the failure
   category and subcategory, a second run, and a last failure that is not retryable;
+- a stream left idle longer than the client's ``event_timeout``, which the client
+  reconnects from the last message id it saw (no gap, no repeat), and ``requiredNodeLabels``
+  pinning a job to a node;
 - cancel by id and by state (``cancel_jobset`` with a state filter), reprioritize (the
-  ``reprioritized`` event), preempt a running job (``preempting`` then ``preempted``);
+  ``reprioritized`` event), preempt a running job (``preempting`` then ``preempted``), and
+  cancel and preempt across a queue through ``QueueService`` (the client's ``queue_stub``);
 - PERMISSION_DENIED naming the permission that is missing, INVALID_ARGUMENT naming the
   field of a bad job and writing nothing, UNAUTHENTICATED without credentials.
 
@@ -32,6 +36,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 
 import grpc
@@ -668,6 +673,70 @@ def test_preempt_a_running_job(flows):
     # A job that is not running any more is not preempted again: the answer says why.
     again = admin.preempt_jobs("preempting", "p", job_id)
     assert "not running" in again.preemption_results[job_id]
+
+
+class StreamCounter(grpc.UnaryStreamClientInterceptor):
+    """Counts the streams a client opens on a channel."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def intercept_unary_stream(self, continuation, client_call_details, request):
+        self.count += 1
+        return continuation(client_call_details, request)
+
+
+def test_an_idle_stream_is_reconnected_by_the_client_without_gap_or_repeat(flows):
+    """The client reconnects a stream on which nothing arrived for ``event_timeout``, from
+    the last message id it saw. The job's phases are further apart than that, so the stream
+    is reconnected several times while the job runs."""
+    admin = flows.client()
+    make_queue(admin, "reconnecting")
+    opened = StreamCounter()
+    channel = grpc.intercept_channel(flows.channel(ADMIN), opened)
+    impatient = ArmadaClient(channel, event_timeout=timedelta(seconds=1))
+    pinned = {"kubernetes.io/hostname": "worker-1"}
+    slow = {FAKE + "pendingDuration": "2500ms"}
+    (job_id,) = submit(
+        admin,
+        "reconnecting",
+        "slow",
+        [item(admin, duration="2500ms", annotations=slow, required_node_labels=pinned)],
+    )
+    events = watch(flows, impatient, "reconnecting", "slow", seen((job_id, "succeeded")))
+    assert kinds(events, job_id) == [
+        "submitted",
+        "queued",
+        "leased",
+        "pending",
+        "running",
+        "succeeded",
+    ]
+    ids = [int(e.id) for e in events]
+    assert ids == sorted(set(ids))
+    assert of_job(events, job_id)[-1].message.node_name == "worker-1"  # requiredNodeLabels
+    assert opened.count >= 2  # the client did reconnect (a phase lasts longer than 1 s)
+
+
+def test_cancel_and_preempt_across_a_queue(flows):
+    admin = flows.client()
+    make_queue(admin, "wide")
+    (running,) = submit(admin, "wide", "long", [item(admin, duration="1h")])
+    (waiting,) = submit(admin, "wide", "stuck", [item(admin, required_node_labels=NOWHERE)])
+    wait_for_state(flows, admin, running, submit_pb2.RUNNING)
+
+    outsider = flows.client(OUTSIDER)
+    everything = submit_pb2.QueueCancelRequest(name="wide", jobStates=[submit_pb2.QUEUED])
+    error = denied(lambda: outsider.queue_stub.CancelOnQueue(everything))
+    assert error.code() == grpc.StatusCode.PERMISSION_DENIED
+    # Only the queued jobs of every job set of the queue.
+    admin.queue_stub.CancelOnQueue(everything)
+    watch(flows, admin, "wide", "stuck", seen((waiting, "cancelled")))
+    assert status(admin, running) == submit_pb2.RUNNING
+    admin.queue_stub.PreemptOnQueue(submit_pb2.QueuePreemptRequest(name="wide"))
+    events = watch(flows, admin, "wide", "long", seen((running, "preempted")))
+    assert kinds(events, running)[-2:] == ["preempting", "preempted"]
+    assert status(admin, running) == submit_pb2.PREEMPTED
 
 
 def test_permission_denied_names_the_permission(flows):
