@@ -117,10 +117,9 @@ NOWHERE = {"zone": "nowhere"}
 # --- the system ----------------------------------------------------------------------------
 
 
-def start_system(workdir: Path, config: dict) -> System:
-    """Web, grpc, scheduler with beat and a worker per executor of ``config``, as the
-    ``launch`` fixture of conftest starts them, for a system that outlives one test. The
-    caller stops it (``System.stop_all``) whatever happens."""
+def new_system(workdir: Path, config: dict) -> System:
+    """A system with ``config`` in ``workdir``, not started yet (``run_system``): the
+    environment of conftest's ``launch``, for a system that outlives one test."""
     logs = workdir / "logs"
     logs.mkdir()
     (workdir / "armadactl.yaml").write_text("{}\n")
@@ -148,6 +147,9 @@ def start_system(workdir: Path, config: dict) -> System:
 
 
 def run_system(system: System, config: dict) -> None:
+    """Start web, scheduler with beat, a worker per executor of ``config`` and grpc, as
+    ``launch`` does, and wait until web and grpc answer. The caller stops them
+    (``System.stop_all``) whatever happens."""
     system.start("web", web_command(int(system.url.rsplit(":", 1)[1])))
     system.start_scheduler()
     for executor in config["executors"]:
@@ -238,7 +240,7 @@ def module_system(tmp_path_factory, name: str, config: dict = CONFIG) -> Iterato
     flows: Flows | None = None
     try:
         tokens = users_and_tokens()
-        system = start_system(tmp_path_factory.mktemp(name), config)
+        system = new_system(tmp_path_factory.mktemp(name), config)
         flows = Flows(system=system, tokens=tokens)
         run_system(system, config)
         yield flows
