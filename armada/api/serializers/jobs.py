@@ -1,0 +1,202 @@
+"""Jobs and runs: the job file a submit takes (pod spec, job items) and its answer, a job
+with its runs, a run's log, and the job list's page."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from armada.api.serializers.fields import QUANTITY_PATTERN, label_field
+from armada.core.quantity import Resources
+from armada.core.submission import MAX_CLIENT_ID_LENGTH, MAX_JOB_SET_LENGTH, MAX_PRIORITY
+from armada.models import Job, Run
+
+
+class ResourceListSerializer(serializers.Serializer):
+    cpu = serializers.RegexField(QUANTITY_PATTERN)
+    memory = serializers.RegexField(QUANTITY_PATTERN)
+
+
+class ContainerResourcesSerializer(serializers.Serializer):
+    requests = ResourceListSerializer()
+    limits = ResourceListSerializer(help_text="equal to requests")
+
+
+class ContainerSerializer(serializers.Serializer):
+    name = label_field()
+    image = serializers.CharField()
+    command = serializers.ListField(child=serializers.CharField(), required=False)
+    resources = ContainerResourcesSerializer()
+
+
+class PodSpecSerializer(serializers.Serializer):
+    containers = ContainerSerializer(many=True, allow_empty=False)
+    initContainers = ContainerSerializer(many=True, required=False)
+    priorityClassName = serializers.CharField(required=False)
+    nodeSelector = serializers.DictField(child=serializers.CharField(), required=False)
+
+
+class JobItemSerializer(serializers.Serializer):
+    priority = serializers.IntegerField(required=False, min_value=0, max_value=MAX_PRIORITY)
+    namespace = label_field(required=False)
+    annotations = serializers.DictField(child=serializers.CharField(), required=False)
+    labels = serializers.DictField(child=serializers.CharField(), required=False)
+    clientId = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=MAX_CLIENT_ID_LENGTH,
+        help_text="deduplication key: a submit whose job has the clientId of a job already in "
+        "the queue and job set creates nothing for it and answers with that job's id",
+    )
+    podSpec = PodSpecSerializer()
+
+
+class JobFileSerializer(serializers.Serializer):
+    """Documents the job file; validation itself is ``core.submission.parse_job_file``."""
+
+    queue = serializers.CharField()
+    jobSetId = serializers.CharField(max_length=MAX_JOB_SET_LENGTH)
+    jobs = JobItemSerializer(many=True, allow_empty=False)
+
+
+class SubmitResultSerializer(serializers.Serializer):
+    queue = serializers.CharField()
+    jobSetId = serializers.CharField()
+    jobIds = serializers.ListField(child=serializers.CharField())
+
+
+class RunSerializer(serializers.ModelSerializer):
+    leasedAt = serializers.DateTimeField(source="leased_at")
+    pendingAt = serializers.DateTimeField(source="pending_at", allow_null=True)
+    runningAt = serializers.DateTimeField(source="running_at", allow_null=True)
+    finishedAt = serializers.DateTimeField(source="finished_at", allow_null=True)
+    exitCode = serializers.IntegerField(source="exit_code", allow_null=True)
+    podName = serializers.CharField(source="pod_name")
+    failureCategory = serializers.CharField(source="failure_category")
+    failureSubcategory = serializers.CharField(source="failure_subcategory")
+
+    class Meta:
+        model = Run
+        fields = [
+            "id",
+            "executor",
+            "node",
+            "pool",
+            "state",
+            "podName",
+            "leasedAt",
+            "pendingAt",
+            "runningAt",
+            "finishedAt",
+            "exitCode",
+            "reason",
+            "message",
+            "failureCategory",
+            "failureSubcategory",
+            "hint",
+            "retryable",
+            "decision",
+        ]
+        read_only_fields = fields
+
+
+class JobSerializer(serializers.ModelSerializer):
+    jobSetId = serializers.CharField(source="job_set")
+    clientId = serializers.CharField(
+        source="client_id", help_text="the deduplication key it was submitted with, or empty"
+    )
+    priorityClass = serializers.CharField(source="priority_class")
+    podSpec = serializers.JSONField(source="pod_spec")
+    requests = serializers.SerializerMethodField()
+    submittedAt = serializers.DateTimeField(source="submitted_at")
+    lastTransitionAt = serializers.DateTimeField(source="last_transition_at")
+    failureCount = serializers.IntegerField(source="failure_count")
+    terminalReason = serializers.CharField(source="terminal_reason")
+    failureCategory = serializers.CharField(source="failure_category")
+    failureSubcategory = serializers.CharField(source="failure_subcategory")
+    runs = RunSerializer(many=True)
+    schedulingReason = serializers.SerializerMethodField(
+        help_text="why the job was not leased in the last round that considered it (queued jobs)"
+    )
+
+    class Meta:
+        model = Job
+        fields = [
+            "id",
+            "queue",
+            "jobSetId",
+            "clientId",
+            "owner",
+            "namespace",
+            "priority",
+            "priorityClass",
+            "state",
+            "annotations",
+            "podSpec",
+            "requests",
+            "submittedAt",
+            "lastTransitionAt",
+            "failureCount",
+            "terminalReason",
+            "failureCategory",
+            "failureSubcategory",
+            "schedulingReason",
+            "runs",
+        ]
+        read_only_fields = fields
+
+    def get_schedulingReason(self, job: Job) -> dict[str, Any] | None:  # noqa: N802 (API field name)
+        from armada.services.records import pending_reason
+
+        found = pending_reason(job)
+        if found is None:
+            return None
+        return {**found, "at": found["at"].isoformat()}
+
+    def get_requests(self, job: Job) -> dict[str, Any]:
+        return Resources(job.requests).to_strings()
+
+
+class RunLogSerializer(serializers.Serializer):
+    runId = serializers.CharField()
+    jobId = serializers.CharField()
+    log = serializers.CharField(help_text="the tail of the pod's stdout and stderr")
+    truncated = serializers.BooleanField(help_text="true when only the tail is kept")
+    updatedAt = serializers.DateTimeField(allow_null=True)
+
+
+class JobSummarySerializer(serializers.ModelSerializer):
+    """A job in a list (the pod spec and runs are in ``GET /jobs/{id}``)."""
+
+    queue = serializers.CharField(source="queue_id")
+    jobSetId = serializers.CharField(source="job_set")
+    priorityClass = serializers.CharField(source="priority_class")
+    submittedAt = serializers.DateTimeField(source="submitted_at")
+    lastTransitionAt = serializers.DateTimeField(source="last_transition_at")
+    terminalReason = serializers.CharField(source="terminal_reason")
+    failureCategory = serializers.CharField(source="failure_category")
+
+    class Meta:
+        model = Job
+        fields = [
+            "id",
+            "queue",
+            "jobSetId",
+            "owner",
+            "priority",
+            "priorityClass",
+            "state",
+            "submittedAt",
+            "lastTransitionAt",
+            "terminalReason",
+            "failureCategory",
+        ]
+        read_only_fields = fields
+
+
+class JobPageSerializer(serializers.Serializer):
+    items = JobSummarySerializer(many=True)
+    next = serializers.CharField(
+        allow_null=True, help_text="pass as `after` for the next page; null on the last page"
+    )
