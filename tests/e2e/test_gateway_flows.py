@@ -24,7 +24,7 @@ import pytest
 import requests
 
 from tests.e2e.conftest import HTTP_TIMEOUT
-from tests.e2e.test_armada_client_flows import (
+from tests.e2e.wire_system import (
     ADMIN,
     EVENT_TIMEOUT,
     FAKE,
