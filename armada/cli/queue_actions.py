@@ -182,17 +182,22 @@ def cmd_cancel_queues(args: argparse.Namespace) -> int:
         if body is None:
             return _no_queue(args)
         body["states"] = list(args.states)
-        if args.priority_classes:
-            body["priorityClasses"] = list(args.priority_classes)
-        if args.pools:
-            body["pools"] = list(args.pools)
-        if args.reason:
-            body["reason"] = args.reason
-        answer = client.queue_action("cancel", body)
+        answer = client.queue_action("cancel", _with_stop_options(body, args))
     print_job_results(
         answer, args, ("Cancelling", "cancel", "cancelled"), filters_text(args, states=True)
     )
     return EXIT_OK
+
+
+def _with_stop_options(body: dict, args: argparse.Namespace) -> dict:
+    """``body`` with the options cancel and preempt share: priority classes, pools, reason."""
+    if args.priority_classes:
+        body["priorityClasses"] = list(args.priority_classes)
+    if args.pools:
+        body["pools"] = list(args.pools)
+    if args.reason:
+        body["reason"] = args.reason
+    return body
 
 
 def cmd_preempt_queues(args: argparse.Namespace) -> int:
@@ -200,13 +205,7 @@ def cmd_preempt_queues(args: argparse.Namespace) -> int:
     body = selection_body(client, args)
     if body is None:
         return _no_queue(args)
-    if args.priority_classes:
-        body["priorityClasses"] = list(args.priority_classes)
-    if args.pools:
-        body["pools"] = list(args.pools)
-    if args.reason:
-        body["reason"] = args.reason
-    answer = client.queue_action("preempt", body)
+    answer = client.queue_action("preempt", _with_stop_options(body, args))
     print_job_results(
         answer, args, ("Preempting", "preempt", "preempted"), filters_text(args, states=False)
     )
