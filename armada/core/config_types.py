@@ -1,0 +1,39 @@
+"""What the configuration's models share: the strict base (documented camelCase keys only,
+frozen) and the value types read from text (durations, resource quantities)."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict
+
+from armada.core.duration import parse_duration
+from armada.core.quantity import parse_quantity
+
+RFC1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+def _duration(value: Any) -> float:
+    return parse_duration(value)
+
+
+def _quantities(value: Any) -> dict[str, int]:
+    if not isinstance(value, dict):
+        raise ValueError("expected a mapping of resource name to quantity")
+    out = {}
+    for k, v in value.items():
+        try:
+            out[str(k)] = parse_quantity(v)
+        except ValueError as exc:
+            raise ValueError(f"{k}: {exc}") from exc
+    return out
+
+
+Duration = Annotated[float, BeforeValidator(_duration)]
+Quantities = Annotated[dict[str, int], BeforeValidator(_quantities)]
+
+
+class Strict(BaseModel):
+    # Keys are accepted only as documented (camelCase); ``cycle_period`` is an unknown key.
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=False)
