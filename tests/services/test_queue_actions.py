@@ -5,7 +5,6 @@ submits, cordons, scheduling cycles and an executor run at once."""
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
 
@@ -34,6 +33,7 @@ from armada.services.queues import queue_create
 from armada.services.scheduler import scheduler_cycle, scheduler_state_reset
 from armada.services.submit import job_submit
 from tests.conftest import T0, at, container, job, job_file
+from tests.racing import Race, deadlocks
 
 pytestmark = pytest.mark.django_db
 LONG = {"fake.armadaproject.io/duration": "1h"}
@@ -389,12 +389,6 @@ def test_each_action_takes_its_own_fields():
 # --- at once, on PostgreSQL -------------------------------------------------------------------
 
 
-def _deadlocks() -> int:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()")
-        return cursor.fetchone()[0]
-
-
 @pytest.mark.django_db(transaction=True)
 def test_cancels_across_queues_beside_submits_cordons_and_scheduling_never_deadlock_or_lose_a_job(
     settings, admin_user, owner
@@ -424,30 +418,10 @@ def test_cancels_across_queues_beside_submits_cordons_and_scheduling_never_deadl
             now=timezone.now(),
         )
     agent = ExecutorAgent(settings.ARMADA.executors[0], FakeBackend())
-    before = _deadlocks()
-    stop = threading.Event()
-    errors: list[str] = []
-    counts: dict[str, int] = {}
+    before = deadlocks()
+    race = Race()
     submitted: list[str] = []
     cancelled: dict[str, int] = {}
-
-    def loop(name: str, step: Callable[[int], None]) -> Callable[[], None]:
-        def run() -> None:
-            n = 0
-            try:
-                while not stop.is_set():
-                    try:
-                        step(n)
-                    finally:
-                        connection.close()  # back to the pool, as after each request
-                    n += 1
-            except Exception as exc:  # noqa: BLE001 - reported below, with the thread's name
-                errors.append(f"{name}: {type(exc).__name__}: {exc}")
-                stop.set()
-            finally:
-                counts[name] = n
-
-        return run
 
     def submitter(k: int) -> Callable[[int], None]:
         def step(n: int) -> None:
@@ -499,18 +473,11 @@ def test_cancels_across_queues_beside_submits_cordons_and_scheduling_never_deadl
         "scheduler": lambda _: scheduler_cycle(now=timezone.now()),
         "executor": lambda _: agent.tick(timezone.now()),
     }
-    threads = [threading.Thread(target=loop(name, step), name=name) for name, step in steps.items()]
-    for thread in threads:
-        thread.start()
-    stop.wait(15.0)
-    stop.set()
-    for thread in threads:
-        thread.join(timeout=120)
-    assert not any(t.is_alive() for t in threads)
+    race.run(steps, seconds=15.0)
 
-    assert errors == []
-    assert _deadlocks() == before
-    assert all(counts[name] > 3 for name in steps), sorted(counts.items())
+    assert race.errors == []
+    assert deadlocks() == before
+    assert all(race.counts[name] > 3 for name in steps), sorted(race.counts.items())
     # Nothing lost: every job a submit answered with is stored, with its submitted event once.
     assert len(submitted) == len(set(submitted)) > 0
     assert Job.objects.filter(id__in=submitted).count() == len(submitted)
