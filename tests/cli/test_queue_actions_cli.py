@@ -224,16 +224,6 @@ def labelled(admin_user, owner) -> dict[str, list[str]]:
     }
 
 
-@pytest.fixture
-def ctl(live_server, capsys):
-    def call(*argv: str, user: tuple[str, str] = ("olive", "olive-password")):
-        code = main([*argv, "--url", live_server.url, "--username", user[0], "--password", user[1]])
-        captured = capsys.readouterr()
-        return code, captured.out, captured.err
-
-    return call
-
-
 def job_states(ids: list[str]) -> list[str]:
     return sorted(Job.objects.get(id=i).state for i in ids)
 
