@@ -43,12 +43,14 @@ from armada_client.typings import EventType, JobState
 
 from tests.e2e.wire_system import (
     ADMIN,
+    FAILED_AND_RETRIED,
     FAKE,
     GPU_FAULT,
     MEMBER,
     NOWHERE,
     OUTSIDER,
     POLICY_NAME,
+    TO_SUCCESS,
     Flows,
     denied,
     item,
@@ -96,14 +98,7 @@ def test_a_queue_jobs_to_success_and_what_the_jobs_service_says_of_them(flows):
     assert first != second
     events = watch(flows, admin, "flows", "ok", seen((first, "succeeded"), (second, "succeeded")))
     for job_id in (first, second):
-        assert kinds(events, job_id) == [
-            "submitted",
-            "queued",
-            "leased",
-            "pending",
-            "running",
-            "succeeded",
-        ]
+        assert kinds(events, job_id) == TO_SUCCESS
     submitted, *_, succeeded = of_job(events, first)
     assert submitted.type == EventType.submitted
     job = submitted.message.job
@@ -245,18 +240,7 @@ def test_retry_policy_crud_and_a_failure_the_policy_retries(flows):
         )
 
     events = watch(flows, admin, "retrying", "gpu", last_failure)
-    assert kinds(events, job_id) == [
-        "submitted",
-        "queued",
-        "leased",
-        "pending",
-        "running",
-        "failed",
-        "leased",
-        "pending",
-        "running",
-        "failed",
-    ]
+    assert kinds(events, job_id) == FAILED_AND_RETRIED
     first, last = [e.message for e in of_job(events, job_id) if e.type == EventType.failed]
     assert first.retryable is True and last.retryable is False
     for failure in (first, last):
@@ -392,14 +376,7 @@ def test_an_idle_stream_is_reconnected_by_the_client_without_gap_or_repeat(flows
         [item(admin, duration="2500ms", annotations=slow, required_node_labels=pinned)],
     )
     events = watch(flows, impatient, "reconnecting", "slow", seen((job_id, "succeeded")))
-    assert kinds(events, job_id) == [
-        "submitted",
-        "queued",
-        "leased",
-        "pending",
-        "running",
-        "succeeded",
-    ]
+    assert kinds(events, job_id) == TO_SUCCESS
     ids = [int(e.id) for e in events]
     assert ids == sorted(set(ids))
     assert of_job(events, job_id)[-1].message.node_name == "worker-1"  # requiredNodeLabels

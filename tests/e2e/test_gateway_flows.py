@@ -15,23 +15,39 @@ own.
 
 from __future__ import annotations
 
-import json
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import requests
 
-from tests.e2e.conftest import HTTP_TIMEOUT
+from tests.e2e.gateway_calls import (
+    body_of,
+    call,
+    container,
+    follow,
+    item,
+    job_set_events,
+    kind,
+    kinds,
+    lines,
+    make_queue,
+    of_job,
+    ok,
+    refused,
+    seen,
+    states,
+    submit,
+    wait_for_state,
+)
 from tests.e2e.wire_system import (
     ADMIN,
-    EVENT_TIMEOUT,
+    FAILED_AND_RETRIED,
     FAKE,
     GPU_FAULT,
     MEMBER,
     NOWHERE,
     OUTSIDER,
+    TO_SUCCESS,
     Flows,
     module_database,
     module_system,
@@ -53,175 +69,6 @@ def transactional_db(django_db_setup, django_db_blocker) -> Iterator[None]:
 @pytest.fixture(scope="module")
 def gateway(transactional_db, tmp_path_factory) -> Iterator[Flows]:
     yield from module_system(tmp_path_factory, "gateway-flows")
-
-
-# --- HTTP ----------------------------------------------------------------------------------
-
-
-def call(
-    flows: Flows, method: str, path: str, body: Any = None, *, user: str | None = ADMIN
-) -> requests.Response:
-    headers = flows.auth(user) if user is not None else {}
-    return requests.request(
-        method,
-        flows.system.url + path,
-        json=body,
-        headers=headers,
-        timeout=HTTP_TIMEOUT,
-    )
-
-
-def ok(response: requests.Response) -> Any:
-    assert response.status_code == 200, f"{response.status_code}: {response.text}"
-    assert response.headers["Content-Type"].startswith("application/json")
-    return response.json()
-
-
-def refused(response: requests.Response, status: int, code: int) -> str:
-    """The message of a grpc-gateway error answer with ``status`` and gRPC ``code``."""
-    assert response.status_code == status, f"{response.status_code}: {response.text}"
-    body = response.json()
-    assert body["code"] == code and body["details"] == [], body
-    return body["message"]
-
-
-def lines(response: requests.Response) -> list[dict]:
-    return [json.loads(line) for line in response.text.splitlines() if line]
-
-
-# --- building requests ---------------------------------------------------------------------
-
-
-def container(memory: str = "64Mi") -> dict:
-    resources = {"cpu": "100m", "memory": memory}
-    return {
-        "name": "main",
-        "image": "busybox:latest",
-        "command": ["sleep", "1"],
-        "resources": {"requests": resources, "limits": resources},
-    }
-
-
-def item(duration: str = "1s", annotations: dict | None = None, **fields: Any) -> dict:
-    return {
-        "priority": 1,
-        "namespace": "default",
-        "annotations": {FAKE + "duration": duration, **(annotations or {})},
-        "podSpec": {"containers": [container()]},
-        **fields,
-    }
-
-
-def submit(
-    flows: Flows, queue: str, job_set: str, items: list[dict], *, user: str = ADMIN
-) -> list[str]:
-    body = {"queue": queue, "jobSetId": job_set, "jobRequestItems": items}
-    answer = ok(call(flows, "POST", "/v1/job/submit", body, user=user))
-    assert all("error" not in i for i in answer["jobResponseItems"]), answer
-    return [i["jobId"] for i in answer["jobResponseItems"]]
-
-
-def make_queue(flows: Flows, name: str, **fields: Any) -> dict:
-    assert ok(call(flows, "POST", "/v1/queue", {"name": name, "priorityFactor": 1, **fields})) == {}
-    return ok(call(flows, "GET", f"/v1/queue/{name}"))
-
-
-def states(flows: Flows, *job_ids: str, user: str = ADMIN) -> dict[str, str]:
-    answer = ok(call(flows, "POST", "/v1/job/status", {"jobIds": list(job_ids)}, user=user))
-    return answer["jobStates"]
-
-
-def wait_for_state(flows: Flows, job_id: str, state: str) -> None:
-    flows.system.wait_for(
-        f"job {job_id} to be {state}",
-        lambda: states(flows, job_id)[job_id] == state,
-        timeout=EVENT_TIMEOUT,
-    )
-
-
-# --- the event stream ----------------------------------------------------------------------
-
-
-def kind(event: dict) -> str:
-    """The event's type: the one field of its ``message`` (``submitted``, ``failed``...)."""
-    (name,) = event["message"]
-    return name
-
-
-def body_of(event: dict) -> dict:
-    return event["message"][kind(event)]
-
-
-def of_job(events: list[dict], job_id: str) -> list[dict]:
-    return [e for e in events if body_of(e)["jobId"] == job_id]
-
-
-def kinds(events: list[dict], job_id: str) -> list[str]:
-    return [kind(e) for e in of_job(events, job_id)]
-
-
-def seen(*wanted: tuple[str, str]) -> Callable[[list[dict]], bool]:
-    def check(events: list[dict]) -> bool:
-        have = {(body_of(e)["jobId"], kind(e)) for e in events}
-        return all(w in have for w in wanted)
-
-    return check
-
-
-def follow(
-    flows: Flows,
-    queue: str,
-    job_set: str,
-    until: Callable[[list[dict]], bool],
-    *,
-    user: str = ADMIN,
-    timeout: float = EVENT_TIMEOUT,
-) -> list[dict]:
-    """Read the job set's watching stream line by line until ``until(events so far)``
-    holds. A line must come within ``timeout`` seconds (the read timeout) and the whole
-    within the same again; either way the test fails with what it saw and the logs."""
-    url = f"{flows.system.url}/v1/job-set/{queue}/{job_set}"
-    events: list[dict] = []
-    deadline = time.monotonic() + timeout
-
-    def give_up(why: str) -> None:
-        saw = [(kind(e), body_of(e)["jobId"]) for e in events]
-        pytest.fail(f"{why} following {queue}/{job_set}; saw {saw}\n{flows.system.log_tail()}")
-
-    try:
-        with requests.post(
-            url,
-            json={"watch": True},
-            headers=flows.auth(user),
-            stream=True,
-            timeout=(HTTP_TIMEOUT, timeout),
-        ) as response:
-            assert response.status_code == 200, response.text
-            assert response.headers["Content-Type"].startswith("application/json")
-            for line in response.iter_lines(chunk_size=None):
-                if not line:
-                    continue
-                data = json.loads(line)
-                assert set(data) == {"result"}, data
-                events.append(data["result"])
-                if until(events):
-                    return events
-                if time.monotonic() > deadline:
-                    give_up(f"timed out after {timeout:.0f} s")
-    except requests.ReadTimeout:
-        give_up(f"no event for {timeout:.0f} s")
-    give_up("the stream ended")
-    raise AssertionError  # not reached: give_up fails the test
-
-
-def job_set_events(flows: Flows, queue: str, job_set: str, **body: Any) -> list[dict]:
-    """Every event of the job set so far (a stream that does not watch ends by itself)."""
-    response = call(flows, "POST", f"/v1/job-set/{queue}/{job_set}", {"watch": False, **body})
-    assert response.status_code == 200, response.text
-    return [line["result"] for line in lines(response)]
-
-
-# --- the flows -----------------------------------------------------------------------------
 
 
 def test_a_queue_jobs_streamed_to_success_and_the_job_queries(gateway):
@@ -246,14 +93,7 @@ def test_a_queue_jobs_streamed_to_success_and_the_job_queries(gateway):
     first, second = submit(gateway, "web-flows", "ok", [item(), item(duration="2s")])
     events = follow(gateway, "web-flows", "ok", seen((first, "succeeded"), (second, "succeeded")))
     for job_id in (first, second):
-        assert kinds(events, job_id) == [
-            "submitted",
-            "queued",
-            "leased",
-            "pending",
-            "running",
-            "succeeded",
-        ]
+        assert kinds(events, job_id) == TO_SUCCESS
     submitted, *_, succeeded = [body_of(e) for e in of_job(events, first)]
     job = submitted["job"]
     assert (job["id"], job["queue"], job["jobSetId"], job["owner"]) == (
@@ -377,18 +217,7 @@ def test_retry_policy_crud_and_a_retried_failure_on_the_stream(gateway):
         )
 
     events = follow(gateway, "web-retrying", "gpu", last_failure)
-    assert kinds(events, job_id) == [
-        "submitted",
-        "queued",
-        "leased",
-        "pending",
-        "running",
-        "failed",
-        "leased",
-        "pending",
-        "running",
-        "failed",
-    ]
+    assert kinds(events, job_id) == FAILED_AND_RETRIED
     first, last = [body_of(e) for e in of_job(events, job_id) if kind(e) == "failed"]
     assert first["retryable"] is True
     assert "retryable" not in last  # false, left out as Armada's gateway leaves it

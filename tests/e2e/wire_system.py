@@ -36,6 +36,13 @@ from tests.waiting import wait_for_http
 pytestmark = [pytest.mark.e2e]
 
 FAKE = "fake.armadaproject.io/"
+# The events of a job, in order: one run to success; a run that failed, was retried and
+# failed again.
+TO_SUCCESS = ["submitted", "queued", "leased", "pending", "running", "succeeded"]
+FAILED_AND_RETRIED = [
+    *["submitted", "queued", "leased", "pending", "running", "failed"],
+    *["leased", "pending", "running", "failed"],
+]
 ADMIN, ADMIN_PASSWORD = "e2e-admin", "e2e-password"
 OUTSIDER = "otto"  # no permission anywhere
 MEMBER = "sam"  # may submit to and watch the queues that grant it, nothing else
