@@ -17,9 +17,7 @@ class does not wrap):
 - a stream left idle longer than the client's ``event_timeout``, which the client
   reconnects from the last message id it saw (no gap, no repeat), and ``requiredNodeLabels``
   pinning a job to a node;
-- cancel by id and by state (``cancel_jobset`` with a state filter), reprioritize (the
-  ``reprioritized`` event), preempt a running job (``preempting`` then ``preempted``), and
-  cancel and preempt across a queue through ``QueueService`` (the client's ``queue_stub``);
+- stopping jobs is in ``test_armada_client_stops``;
 - PERMISSION_DENIED naming the permission that is missing, INVALID_ARGUMENT naming the
   field of a bad job and writing nothing, UNAUTHENTICATED without credentials.
 
@@ -39,7 +37,7 @@ from armada_client.armada import job_pb2, submit_pb2
 from armada_client.client import ArmadaClient
 from armada_client.event import Event
 from armada_client.permissions import Permissions, Subject
-from armada_client.typings import EventType, JobState
+from armada_client.typings import EventType
 
 from tests.e2e.wire_system import (
     ADMIN,
@@ -47,7 +45,6 @@ from tests.e2e.wire_system import (
     FAKE,
     GPU_FAULT,
     MEMBER,
-    NOWHERE,
     OUTSIDER,
     POLICY_NAME,
     TO_SUCCESS,
@@ -64,7 +61,6 @@ from tests.e2e.wire_system import (
     seen,
     status,
     submit,
-    wait_for_state,
     watch,
 )
 
@@ -271,82 +267,6 @@ def test_retry_policy_crud_and_a_failure_the_policy_retries(flows):
     assert gone.code() == grpc.StatusCode.NOT_FOUND
 
 
-def test_cancel_by_id_and_by_state(flows):
-    admin = flows.client()
-    make_queue(admin, "cancelling")
-    runner, single = submit(
-        admin, "cancelling", "c", [item(admin, duration="1h"), item(admin, duration="1h")]
-    )
-    (waiter,) = submit(admin, "cancelling", "c", [item(admin, required_node_labels=NOWHERE)])
-    for job_id in (runner, single):
-        wait_for_state(flows, admin, job_id, submit_pb2.RUNNING)
-    assert status(admin, waiter) == submit_pb2.QUEUED
-
-    assert list(admin.cancel_jobs("cancelling", "c", job_id=single).cancelled_ids) == [single]
-    # The queued ones only: the running job goes on.
-    admin.cancel_jobset("cancelling", "c", [JobState.QUEUED])
-    events = watch(
-        flows, admin, "cancelling", "c", seen((single, "cancelled"), (waiter, "cancelled"))
-    )
-    assert status(admin, runner) == submit_pb2.RUNNING
-    assert "cancelled" not in kinds(events, runner)
-    cancelled = of_job(events, waiter)[-1].message
-    assert cancelled.requestor == ADMIN
-    assert kinds(events, single)[-2:] == ["cancelling", "cancelled"]
-
-    # A finished state cannot be a filter; then the running ones (PENDING with RUNNING).
-    refused = denied(lambda: admin.cancel_jobset("cancelling", "c", [JobState.SUCCEEDED]))
-    assert refused.code() == grpc.StatusCode.INVALID_ARGUMENT
-    assert "filter.states[0]" in refused.details()
-    admin.cancel_jobset("cancelling", "c", [JobState.PENDING, JobState.RUNNING])
-    watch(flows, admin, "cancelling", "c", seen((runner, "cancelled")))
-    assert status(admin, runner) == submit_pb2.CANCELLED
-    detail = admin.get_job_details([single]).job_details[single]
-    assert detail.state == submit_pb2.CANCELLED and detail.cancel_user == ADMIN
-    # Nothing is left to cancel: the answer lists nothing.
-    assert list(admin.cancel_jobs("cancelling", "c", job_id=single).cancelled_ids) == []
-
-
-def test_reprioritize_a_waiting_job(flows):
-    admin = flows.client()
-    make_queue(admin, "reprioritizing")
-    (job_id,) = submit(admin, "reprioritizing", "r", [item(admin, required_node_labels=NOWHERE)])
-    response = admin.reprioritize_jobs(7, [job_id], "r", "reprioritizing")
-    assert dict(response.reprioritization_results) == {job_id: ""}
-    events = watch(flows, admin, "reprioritizing", "r", seen((job_id, "reprioritized")))
-    reprioritized = of_job(events, job_id)[-1].message
-    assert reprioritized.new_priority == 7.0 and reprioritized.requestor == ADMIN
-    assert admin.get_job_details([job_id]).job_details[job_id].state == submit_pb2.QUEUED
-    # Armada's priority is a double; ours a whole number, and the field is named.
-    fraction = denied(lambda: admin.reprioritize_jobs(2.5, [job_id], "r", "reprioritizing"))
-    assert fraction.code() == grpc.StatusCode.INVALID_ARGUMENT
-    assert "newPriority" in fraction.details()
-    # Without ids: every unfinished job of the job set.
-    everything = admin.reprioritize_jobs(3, None, "r", "reprioritizing")
-    assert dict(everything.reprioritization_results) == {job_id: ""}
-    admin.cancel_jobset("reprioritizing", "r", [])
-
-
-def test_preempt_a_running_job(flows):
-    admin = flows.client()
-    make_queue(admin, "preempting")
-    (job_id,) = submit(admin, "preempting", "p", [item(admin, duration="1h")])
-    wait_for_state(flows, admin, job_id, submit_pb2.RUNNING)
-    result = admin.preempt_jobs("preempting", "p", job_id)
-    assert dict(result.preemption_results) == {job_id: ""}
-    events = watch(flows, admin, "preempting", "p", seen((job_id, "preempted")))
-    assert kinds(events, job_id)[-2:] == ["preempting", "preempted"]
-    preempted = of_job(events, job_id)[-1].message
-    assert preempted.requestor == ADMIN and preempted.cluster_id == "e2e"
-    latest = admin.get_job_details([job_id]).job_details[job_id]
-    assert preempted.run_id == latest.latest_run_id
-    assert latest.state == submit_pb2.PREEMPTED
-    assert status(admin, job_id) == submit_pb2.PREEMPTED
-    # A job that is not running any more is not preempted again: the answer says why.
-    again = admin.preempt_jobs("preempting", "p", job_id)
-    assert "not running" in again.preemption_results[job_id]
-
-
 class StreamCounter(grpc.UnaryStreamClientInterceptor):
     """Counts the streams a client opens on a channel."""
 
@@ -381,27 +301,6 @@ def test_an_idle_stream_is_reconnected_by_the_client_without_gap_or_repeat(flows
     assert ids == sorted(set(ids))
     assert of_job(events, job_id)[-1].message.node_name == "worker-1"  # requiredNodeLabels
     assert opened.count >= 2  # the client did reconnect (a phase lasts longer than 1 s)
-
-
-def test_cancel_and_preempt_across_a_queue(flows):
-    admin = flows.client()
-    make_queue(admin, "wide")
-    (running,) = submit(admin, "wide", "long", [item(admin, duration="1h")])
-    (waiting,) = submit(admin, "wide", "stuck", [item(admin, required_node_labels=NOWHERE)])
-    wait_for_state(flows, admin, running, submit_pb2.RUNNING)
-
-    outsider = flows.client(OUTSIDER)
-    everything = submit_pb2.QueueCancelRequest(name="wide", jobStates=[submit_pb2.QUEUED])
-    error = denied(lambda: outsider.queue_stub.CancelOnQueue(everything))
-    assert error.code() == grpc.StatusCode.PERMISSION_DENIED
-    # Only the queued jobs of every job set of the queue.
-    admin.queue_stub.CancelOnQueue(everything)
-    watch(flows, admin, "wide", "stuck", seen((waiting, "cancelled")))
-    assert status(admin, running) == submit_pb2.RUNNING
-    admin.queue_stub.PreemptOnQueue(submit_pb2.QueuePreemptRequest(name="wide"))
-    events = watch(flows, admin, "wide", "long", seen((running, "preempted")))
-    assert kinds(events, running)[-2:] == ["preempting", "preempted"]
-    assert status(admin, running) == submit_pb2.PREEMPTED
 
 
 def test_permission_denied_names_the_permission(flows):
