@@ -26,7 +26,7 @@ from armada.cli.jobfile import check_job_file, load_job_file
 from armada.cli.main import build_parser, main
 from armada.cli.output import cell, format_error, render_data, render_queues_table
 from armada.cli.watch import JobSetTracker, format_event, format_time, run_watch
-from tests.cli.conftest import CREATED, FakeArmada, StreamPlan, event
+from tests.cli.fake_armada import CREATED, FakeArmada, StreamPlan, event
 
 VALID_JOB_FILE = {
     "queue": "q1",

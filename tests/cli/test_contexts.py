@@ -15,7 +15,7 @@ import yaml
 from armada.cli.config import ConfigError, resolve_settings
 from armada.cli.contexts import write_config
 from armada.cli.main import main
-from tests.cli.conftest import FakeArmada
+from tests.cli.fake_armada import FakeArmada
 
 ARMADA_EXAMPLE = """\
 # as Armada documents it (trimmed), with a context pointing at our REST API

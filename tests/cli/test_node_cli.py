@@ -12,7 +12,7 @@ from armada.cli.main import main
 from armada.models import Run
 from armada.services.scheduler import scheduler_cycle
 from armada.services.submit import job_submit
-from tests.cli.conftest import FakeArmada
+from tests.cli.fake_armada import FakeArmada
 from tests.conftest import at, fake_agent, job, job_file
 
 FAKE = "fake.armadaproject.io/"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.conftest import FakeArmada
+from tests.cli.fake_armada import FakeArmada
 from tests.cli.test_armadactl import run
 
 POLICY_YAML = """\

@@ -12,7 +12,7 @@ from armada.cli.main import main
 from armada.models import Job, Queue
 from armada.services.queues import queue_create
 from armada.services.submit import job_submit
-from tests.cli.conftest import FakeArmada
+from tests.cli.fake_armada import FakeArmada
 from tests.conftest import T0, job, job_file
 
 

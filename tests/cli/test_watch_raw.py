@@ -9,7 +9,7 @@ import json
 import pytest
 
 from armada.cli.main import main
-from tests.cli.conftest import FakeArmada, event
+from tests.cli.fake_armada import FakeArmada, event
 
 EVENTS = [
     event(1, "submitted", "a"),
