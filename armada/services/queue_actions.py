@@ -182,6 +182,16 @@ def _by_queue(queues: list[Queue], jobs: Iterable[Job]) -> list[QueueJobs]:
 # --- acting -----------------------------------------------------------------------------------
 
 
+def _picked_jobs(
+    actor: Any, selection: QueueSelection, verb: str, filters: dict, *, for_update: bool
+) -> tuple[list[Queue], QuerySet]:
+    """The picked queues (locked when ``for_update``), once ``actor`` may ``verb`` on every
+    one of them, and their jobs that pass ``filters`` (not yet locked)."""
+    queues = _picked(selection, for_update=for_update)
+    _require_on_each(actor, queues, verb)
+    return queues, _jobs(queues, **filters)
+
+
 def queues_cancel(
     *,
     actor: Any,
@@ -201,15 +211,13 @@ def queues_cancel(
         states=states, priority_classes=priority_classes, pools=pools, reason=reason, cancel=True
     )
     reason = reason or f"cancelled by {actor.get_username()}"
+    filters = {"states": wanted, "priority_classes": classes, "pools": pool_names}
     if dry_run:
-        queues = _picked(selection, for_update=False)
-        _require_on_each(actor, queues, CANCEL)
-        rows = _jobs(queues, states=wanted, priority_classes=classes, pools=pool_names)
+        queues, rows = _picked_jobs(actor, selection, CANCEL, filters, for_update=False)
         return _by_queue(queues, rows.order_by("id"))
     with transaction.atomic():
-        queues = _picked(selection, for_update=True)
-        _require_on_each(actor, queues, CANCEL)
-        jobs = list(lock(_jobs(queues, states=wanted, priority_classes=classes, pools=pool_names)))
+        queues, rows = _picked_jobs(actor, selection, CANCEL, filters, for_update=True)
+        jobs = list(lock(rows))
         # Every active run is locked before the first queue's events take the event-log
         # lock: the cancels of the later queues then wait for no row.
         ids = [j.id for j in jobs if j.state != JobState.QUEUED]
@@ -249,15 +257,13 @@ def queues_preempt(
         priority_classes=priority_classes, pools=pools, reason=reason, cancel=False
     )
     reason = reason or "preempted by an operator"
+    filters = {"states": wanted, "priority_classes": classes, "pools": pool_names}
     if dry_run:
-        queues = _picked(selection, for_update=False)
-        _require_on_each(actor, queues, PREEMPT_ACTION)
-        rows = _jobs(queues, states=wanted, priority_classes=classes, pools=pool_names)
+        queues, rows = _picked_jobs(actor, selection, PREEMPT_ACTION, filters, for_update=False)
         return _by_queue(queues, rows.order_by("id"))
     with transaction.atomic():
-        queues = _picked(selection, for_update=True)
-        _require_on_each(actor, queues, PREEMPT_ACTION)
-        jobs = list(lock(_jobs(queues, states=wanted, priority_classes=classes, pools=pool_names)))
+        queues, rows = _picked_jobs(actor, selection, PREEMPT_ACTION, filters, for_update=True)
+        jobs = list(lock(rows))
         if jobs:
             runs_request_stops(
                 reasons={j.id: reason for j in jobs},
