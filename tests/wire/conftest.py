@@ -1,16 +1,17 @@
 """Fixtures of the wire tests: a registry with one method served by a test-only operation,
-and a logged-in test client of the REST gateway."""
+a logged-in test client of the REST gateway, and in-process gRPC servers."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 from django.test import Client
 
-from armada.wire.registry import OPERATIONS, Call, load_operations, method_descriptor
+from armada.wire.registry import OPERATIONS, Call, Operation, load_operations, method_descriptor
 from tests.wire.fake_operations import operation
+from tests.wire.grpc_server import InProcessServer
 
 
 @pytest.fixture
@@ -46,3 +47,16 @@ def client(admin_user) -> Client:
     client = Client(HTTP_HOST="localhost")
     client.force_login(admin_user)
     return client
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[..., InProcessServer]]:
+    started: list[InProcessServer] = []
+
+    def start(operations: dict[str, Operation] | None = None) -> InProcessServer:
+        started.append(InProcessServer(operations))
+        return started[-1]
+
+    yield start
+    for server in started:
+        server.close()

@@ -310,7 +310,7 @@ def test_the_official_client_follows_a_job_set_through_a_real_server(queue, owne
     from armada_client.client import ArmadaClient
 
     from tests.e2e.conftest import authenticated_channel
-    from tests.wire.test_server import InProcessServer, basic
+    from tests.wire.grpc_server import InProcessServer, basic
 
     ids = job_submit(actor=owner, data=job_file(), now=T0)
     server = InProcessServer()
