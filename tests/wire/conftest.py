@@ -1,12 +1,16 @@
 """Fixtures of the wire tests: a registry with one method served by a test-only operation,
-a logged-in test client of the REST gateway, and in-process gRPC servers."""
+a logged-in test client of the REST gateway, in-process gRPC servers, and closing what
+event streams leave open in their worker threads."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from asgiref.sync import sync_to_async
+from django.db import connections
 from django.test import Client
 
 from armada.wire.registry import OPERATIONS, Call, Operation, load_operations, method_descriptor
@@ -60,3 +64,10 @@ def serve() -> Iterator[Callable[..., InProcessServer]]:
     yield start
     for server in started:
         server.close()
+
+
+@pytest.fixture
+def _close_stream_thread_connections():
+    """The reads run in the loop's worker threads; close what they may have left."""
+    yield
+    asyncio.run(sync_to_async(connections.close_all)())
