@@ -16,7 +16,13 @@ $(BIN)/armadactl: pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
 
-install: $(BIN)/armadactl
+# Lookout's front-end packages (htmx, and axe-core for the accessibility checks of the
+# browser tests) come from the npm registry through package-lock.json; nothing is committed.
+node_modules/.package-lock.json: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+install: $(BIN)/armadactl node_modules/.package-lock.json
 
 run: install
 	$(BIN)/python manage.py runall

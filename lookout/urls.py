@@ -1,10 +1,14 @@
-from django.urls import path
+from django.urls import include, path
 
 from lookout import account_views, metrics_views, policy_views, queue_views, token_views, views
 
 app_name = "lookout"
 urlpatterns = [
     path("", views.jobs, name="jobs"),
+    path("", include("lookout.grid_urls")),
+    path("", include("lookout.panel_urls")),
+    path("", include("lookout.bulk_urls")),
+    path("", include("lookout.live_urls")),
     path("login", account_views.LoginView.as_view(), name="login"),
     path("logout", account_views.LogoutView.as_view(), name="logout"),
     path("tokens/", token_views.tokens, name="tokens"),

@@ -43,7 +43,12 @@ class Job(models.Model):
     state = models.CharField(max_length=16, choices=JOB_STATES, default=JobState.QUEUED)
     submitted_at = models.DateTimeField()
     last_transition_at = models.DateTimeField()
+    # Every decided failure (retried or not) counts in failure_count, the spec's "retries
+    # used" when the next failure is decided; retry_count counts only the failures that were
+    # retried, which is what a person reading "retries" expects (a job failed at its first
+    # attempt has failure_count 1 and retry_count 0).
     failure_count = models.PositiveIntegerField(default=0)
+    retry_count = models.PositiveIntegerField(default=0)
     lease_return_count = models.PositiveIntegerField(default=0)
     run_count = models.PositiveIntegerField(default=0)
     mutations = models.JSONField(default=dict, blank=True)

@@ -189,6 +189,7 @@ def _record(
     job.last_transition_at = now
     if retry:
         job.state = JobState.QUEUED
+        job.retry_count = (job.retry_count or 0) + 1
     else:
         job.state = JobState.FAILED
         job.terminal_reason = reason if engine_decided else (run.reason or reason)

@@ -56,6 +56,7 @@ JOB_FIELDS = [
     "failure_category",
     "failure_subcategory",
     "failure_count",
+    "retry_count",
     "lease_return_count",
     "pod_spec",
     "requests",

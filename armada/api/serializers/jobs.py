@@ -111,7 +111,12 @@ class JobSerializer(serializers.ModelSerializer):
     requests = serializers.SerializerMethodField()
     submittedAt = serializers.DateTimeField(source="submitted_at")
     lastTransitionAt = serializers.DateTimeField(source="last_transition_at")
-    failureCount = serializers.IntegerField(source="failure_count")
+    failureCount = serializers.IntegerField(
+        source="failure_count", help_text="decided failures, the last one included"
+    )
+    retryCount = serializers.IntegerField(
+        source="retry_count", help_text="failures that were retried (runs = retries + 1 or more)"
+    )
     terminalReason = serializers.CharField(source="terminal_reason")
     failureCategory = serializers.CharField(source="failure_category")
     failureSubcategory = serializers.CharField(source="failure_subcategory")
@@ -138,6 +143,7 @@ class JobSerializer(serializers.ModelSerializer):
             "submittedAt",
             "lastTransitionAt",
             "failureCount",
+            "retryCount",
             "terminalReason",
             "failureCategory",
             "failureSubcategory",

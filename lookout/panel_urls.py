@@ -1,0 +1,5 @@
+"""Lookout routes of the jobs grid's panel part (included by lookout.urls)."""
+
+from django.urls import path  # noqa: F401
+
+urlpatterns: list = []
