@@ -170,6 +170,8 @@ def test_oom_is_retried_with_memory_times_one_and_a_half_until_the_policy_limit(
         "after": int(1.5 * gib),
     }
     assert (job.state, job.failure_category) == ("failed", "oom")
+    # Three runs, three decided failures, two of them retried.
+    assert (job.run_count, job.failure_count, job.retry_count) == (3, 3, 2)
     assert job.terminal_reason == "Retry policy: policy retry limit exceeded (2/2)"
     assert decisions() == {
         ("demo", "training", "retry"): 2,
@@ -209,7 +211,9 @@ def test_a_user_error_fails_at_once_by_rule(settings, with_policy, owner):
     drive(agent, range(1, 5))
     assert len(runs(job_id)) == 1
     assert runs(job_id)[0].decision["decision"] == "fail_rule"
-    assert Job.objects.get(id=job_id).failure_category == "user-error"
+    job = Job.objects.get(id=job_id)
+    assert job.failure_category == "user-error"
+    assert (job.failure_count, job.retry_count) == (1, 0)  # failed at once: never retried
 
 
 def test_the_kill_switch_decides_but_never_retries(settings, with_policy, owner):
@@ -240,6 +244,7 @@ def test_a_lease_expiry_is_retried_unchanged(settings, with_policy, owner):
     assert first.decision["mutation"] == {}
     job = Job.objects.get(id=job_id)
     assert (job.state, job.failure_count, job.mutations) == ("queued", 1, {})
+    assert job.retry_count == 1
     assert [e["retryable"] for e in failed_events(job_id)] == [True]
 
 

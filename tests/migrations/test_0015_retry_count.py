@@ -1,0 +1,70 @@
+"""Migration 0015 fills Job.retry_count from the runs a decision retried: a job failed at its
+first attempt counts none, a job retried twice then failed counts two, a job never failed
+counts none whatever its runs say."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+
+from tests.conftest import T0
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+BEFORE = [("armada", "0014_executor_settings")]
+AFTER = [("armada", "0015_job_retry_count")]
+
+
+def _migrate(targets):
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(targets)
+    return executor.loader.project_state(targets).apps
+
+
+def test_retry_count_is_backfilled_from_the_retried_runs():
+    apps = _migrate(BEFORE)
+    Queue, Job, Run = (apps.get_model("armada", m) for m in ("Queue", "Job", "Run"))
+    Queue.objects.create(name="mq", priority_factor=1, created_at=T0, updated_at=T0)
+    plan = {
+        # job id: (failure_count, [retryable of each run])
+        "j-first-fail": (1, [False]),
+        "j-two-retries": (3, [True, True, False]),
+        "j-retried-running": (1, [True, None]),
+        "j-never-failed": (0, [None]),
+    }
+    for job_id, (failures, runs) in plan.items():
+        Job.objects.create(
+            id=job_id,
+            queue_id="mq",
+            job_set="s",
+            owner="o",
+            priority_class="default",
+            pod_spec={},
+            submitted_at=T0,
+            last_transition_at=T0,
+            failure_count=failures,
+            run_count=len(runs),
+        )
+        for n, retryable in enumerate(runs):
+            Run.objects.create(
+                id=f"{job_id}-r{n}",
+                job_id=job_id,
+                executor="e",
+                node="n",
+                pool="p",
+                leased_at=T0,
+                retryable=retryable,
+            )
+    try:
+        apps = _migrate(AFTER)
+        counts = dict(apps.get_model("armada", "Job").objects.values_list("id", "retry_count"))
+        assert counts == {
+            "j-first-fail": 0,
+            "j-two-retries": 2,
+            "j-retried-running": 1,
+            "j-never-failed": 0,
+        }
+    finally:
+        _migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
