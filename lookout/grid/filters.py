@@ -1,0 +1,361 @@
+"""What the jobs grid is narrowed to, read from the URL, and the query that narrows it.
+
+Every filter is a URL parameter (a shared URL reopens the same view). A bad value is never
+ignored: ``JobFilters.from_query`` raises ``FilterError`` naming the parameter, and the views
+answer 400 with that message.
+
+The frequent filters are on job columns with indexes of their own (queue; queue and state;
+failure category; job-set prefix: migrations 0009 and 0010). Filters on what a job's latest
+run says (node, cluster, pool, exit code, decision, retryable) are not copied onto the job:
+they test the job's latest run (its run with the greatest id, since ids sort by creation)
+with an ``EXISTS``, which PostgreSQL runs through the run indexes (``run_lookout_latest_idx``
+on ``(job, id)``, ``run_lookout_node_idx``, ``run_lookout_decision_idx``).
+
+``"(none)"`` as a value of a multi-valued or exact filter means "no value": an empty failure
+category, no latest run, no exit code, no such annotation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
+from datetime import datetime
+from typing import Any
+
+from django.db.models import Exists, OuterRef, Q, QuerySet
+
+from armada.core.retry import LABELS
+from armada.core.states import JobState
+from armada.models import Job, Run
+from armada.services.authz import watchable_queues
+from armada.web.storable import text_problem
+
+NONE = "(none)"
+RETRYABLE_CHOICES = ("yes", "no", "unknown")
+STATES = tuple(s.value for s in JobState)
+DECISIONS = LABELS  # what a run's decision can be
+MAX_TEXT = 256  # longer than any id, owner, node, cluster or pool; job sets have their own
+MAX_JOB_SET = 1024
+MAX_VALUES = 50  # values of one multi-valued filter
+MAX_ANNOTATION_FILTERS = 10
+MAX_ANNOTATION_KEY = 317  # a Kubernetes annotation key: 253 prefix + "/" + 63 name
+MAX_ANNOTATION_VALUE = 1024
+MAX_INT = 2**63 - 1
+MIN_EXIT_CODE, MAX_EXIT_CODE = -(2**31), 2**31 - 1
+
+
+class FilterError(ValueError):
+    """A URL parameter of the grid that cannot be used; ``field`` names it."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+# Text filters (one value each): URL parameter -> (kind, max length). "prefix" matches the
+# start of the value, "exact" all of it.
+TEXT_FILTERS: dict[str, tuple[str, int]] = {
+    "job_id": ("prefix", MAX_TEXT),
+    "job_set": ("prefix", MAX_JOB_SET),
+    "job_set_exact": ("exact", MAX_JOB_SET),
+    "owner": ("prefix", MAX_TEXT),
+    "owner_exact": ("exact", MAX_TEXT),
+    "node": ("prefix", MAX_TEXT),
+    "node_exact": ("exact", MAX_TEXT),
+    "cluster": ("prefix", MAX_TEXT),
+    "cluster_exact": ("exact", MAX_TEXT),
+    "pool": ("prefix", MAX_TEXT),
+    "pool_exact": ("exact", MAX_TEXT),
+}
+# Multi-valued filters: dataclass field -> URL parameter (repeated).
+MULTI_FILTERS: dict[str, str] = {
+    "queues": "queue",
+    "states": "state",
+    "priority_classes": "priority_class",
+    "categories": "category",
+    "subcategories": "subcategory",
+    "decisions": "decision",
+    "retryable": "retryable",
+}
+# Range filters: (min field, max field, URL name of both, kind).
+RANGE_FILTERS: tuple[tuple[str, str, str, str], ...] = (
+    ("priority_min", "priority_max", "priority", "int"),
+    ("exit_code_min", "exit_code_max", "exit_code", "int"),
+    ("submitted_from", "submitted_to", "submitted", "time"),
+    ("in_state_from", "in_state_to", "in_state", "time"),
+)
+# Columns ``with_exact`` narrows (GROUPS' group values) -> the field that holds the value.
+EXACT_COLUMNS: dict[str, str] = {
+    "queue": "queues",
+    "job_set": "job_set_exact",
+    "state": "states",
+    "category": "categories",
+    "subcategory": "subcategories",
+    "decision": "decisions",
+    "retryable": "retryable",
+    "priority_class": "priority_classes",
+    "owner": "owner_exact",
+    "node": "node_exact",
+    "cluster": "cluster_exact",
+    "pool": "pool_exact",
+    "exit_code": "exit_code",
+}
+
+
+@dataclass(frozen=True)
+class AnnotationFilter:
+    """``key=value`` (``value`` set), ``key`` exists (``value`` None), or, with
+    ``missing``, the job has no such annotation (GROUPS' "(none)" group)."""
+
+    key: str
+    value: str | None = None
+    missing: bool = False
+
+    @property
+    def param(self) -> str:
+        if self.missing:
+            return f"!{self.key}"
+        return self.key if self.value is None else f"{self.key}={self.value}"
+
+    @property
+    def label(self) -> str:
+        if self.missing:
+            return f"no {self.key}"
+        return f"{self.key} exists" if self.value is None else f"{self.key} = {self.value}"
+
+
+@dataclass(frozen=True)
+class JobFilters:
+    """What the grid is narrowed to; empty fields do not filter."""
+
+    job_id: str = ""
+    job_set: str = ""
+    job_set_exact: str = ""
+    owner: str = ""
+    owner_exact: str = ""
+    node: str = ""
+    node_exact: str = ""
+    cluster: str = ""
+    cluster_exact: str = ""
+    pool: str = ""
+    pool_exact: str = ""
+    queues: tuple[str, ...] = ()
+    states: tuple[str, ...] = ()
+    priority_classes: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    subcategories: tuple[str, ...] = ()
+    decisions: tuple[str, ...] = ()
+    retryable: tuple[str, ...] = ()
+    priority_min: int | None = None
+    priority_max: int | None = None
+    exit_code: str = ""  # exact: a whole number or "(none)"
+    exit_code_min: int | None = None
+    exit_code_max: int | None = None
+    submitted_from: datetime | None = None
+    submitted_to: datetime | None = None
+    in_state_from: datetime | None = None
+    in_state_to: datetime | None = None
+    annotations: tuple[AnnotationFilter, ...] = ()
+
+    @classmethod
+    def from_query(cls, query: Mapping[str, Any]) -> JobFilters:
+        """From a request's GET (a QueryDict: multi-valued parameters repeat). An empty
+        value does not filter (a form sends its empty fields). Raises ``FilterError``."""
+        from lookout.grid.filter_parsing import parse_filters
+
+        return cls(**parse_filters(query))
+
+    def as_params(self) -> list[tuple[str, str]]:
+        """The filters as URL parameters (only those that are set)."""
+        from lookout.grid.filter_parsing import format_time
+
+        params: list[tuple[str, str]] = []
+        for name in TEXT_FILTERS:
+            if value := getattr(self, name):
+                params.append((name, value))
+        for name, param in MULTI_FILTERS.items():
+            params.extend((param, v) for v in getattr(self, name))
+        for low, high, param, kind in RANGE_FILTERS:
+            for attr, suffix in ((low, "min" if kind == "int" else "from"), (high, None)):
+                value = getattr(self, attr)
+                if value is None:
+                    continue
+                suffix = suffix or ("max" if kind == "int" else "to")
+                shown = format_time(value) if kind == "time" else str(value)
+                params.append((f"{param}_{suffix}", shown))
+        if self.exit_code:
+            params.append(("exit_code", self.exit_code))
+        params.extend(("ann", a.param) for a in self.annotations)
+        return params
+
+    @property
+    def active(self) -> bool:
+        return bool(self.as_params())
+
+    def with_exact(self, column: str, value: str) -> JobFilters:
+        """These filters narrowed to one value of ``column`` (a key of ``EXACT_COLUMNS`` or
+        ``annotation:<key>``); ``""`` means "(none)" (no value)."""
+        if column.startswith("annotation:"):
+            key = column.removeprefix("annotation:")
+            kept = tuple(a for a in self.annotations if a.key != key)
+            wanted = (
+                AnnotationFilter(key, missing=True) if value == "" else AnnotationFilter(key, value)
+            )
+            return replace(self, annotations=(*kept, wanted))
+        if column not in EXACT_COLUMNS:
+            raise FilterError("group", f"{column!r} is not a column jobs can be grouped by")
+        name = EXACT_COLUMNS[column]
+        shown = value if value != "" else NONE
+        if name in MULTI_FILTERS:
+            return replace(self, **{name: (shown,)})
+        if name == "exit_code":
+            return replace(self, exit_code=shown, exit_code_min=None, exit_code_max=None)
+        prefix_name = name.removesuffix("_exact")
+        return replace(self, **{name: shown, prefix_name: ""})
+
+    def without(self, *names: str) -> JobFilters:
+        """These filters with the named fields cleared."""
+        defaults = {f.name: f.default for f in fields(self) if f.name in names}
+        return replace(self, **defaults)
+
+
+# --- the query ---------------------------------------------------------------------------
+
+
+def _latest_run(*conditions: Q, **kwargs: Any) -> Exists:
+    """The job's latest run exists and matches the conditions."""
+    later = Run.objects.filter(job_id=OuterRef("job_id"), id__gt=OuterRef("id"))
+    runs = Run.objects.filter(*conditions, job_id=OuterRef("pk"), **kwargs)
+    return Exists(runs.filter(~Exists(later)))
+
+
+def jobs_visible(actor: Any) -> QuerySet[Job]:
+    """The jobs ``actor`` may watch (through ``services.authz``)."""
+    qs = Job.objects.all()
+    allowed = watchable_queues(actor)
+    if allowed is not None:
+        qs = qs.filter(queue_id__in=allowed)
+    return qs
+
+
+def _one_or_many(qs: QuerySet[Job], field: str, values: tuple[str, ...]) -> QuerySet[Job]:
+    values = tuple("" if v == NONE else v for v in values)
+    if len(values) == 1:
+        return qs.filter(**{field: values[0]})
+    return qs.filter(**{f"{field}__in": values}) if values else qs
+
+
+def _run_text(field: str, prefix: str, exact: str) -> list[Q]:
+    """Conditions of the latest run for a prefix and an exact filter on ``field``."""
+    conditions = []
+    if prefix:
+        conditions.append(Q(**{f"{field}__startswith": prefix}))
+    if exact and exact != NONE:
+        conditions.append(Q(**{field: exact}))
+    return conditions
+
+
+def apply_filters(qs: QuerySet[Job], filters: JobFilters) -> QuerySet[Job]:
+    """``qs`` narrowed to the jobs ``filters`` match."""
+    f = filters
+    if f.job_id:
+        qs = qs.filter(id__startswith=f.job_id.lower())
+    if f.job_set:
+        qs = qs.filter(job_set__startswith=f.job_set)
+    if f.job_set_exact:
+        qs = qs.filter(job_set="" if f.job_set_exact == NONE else f.job_set_exact)
+    if f.owner:
+        qs = qs.filter(owner__startswith=f.owner)
+    if f.owner_exact:
+        qs = qs.filter(owner="" if f.owner_exact == NONE else f.owner_exact)
+    qs = _one_or_many(qs, "queue_id", f.queues)
+    qs = _one_or_many(qs, "state", f.states)
+    qs = _one_or_many(qs, "priority_class", f.priority_classes)
+    qs = _one_or_many(qs, "failure_category", f.categories)
+    qs = _one_or_many(qs, "failure_subcategory", f.subcategories)
+    if f.priority_min is not None:
+        qs = qs.filter(priority__gte=f.priority_min)
+    if f.priority_max is not None:
+        qs = qs.filter(priority__lte=f.priority_max)
+    if f.submitted_from is not None:
+        qs = qs.filter(submitted_at__gte=f.submitted_from)
+    if f.submitted_to is not None:
+        qs = qs.filter(submitted_at__lte=f.submitted_to)
+    if f.in_state_from is not None:
+        qs = qs.filter(last_transition_at__gte=f.in_state_from)
+    if f.in_state_to is not None:
+        qs = qs.filter(last_transition_at__lte=f.in_state_to)
+    qs = _apply_annotations(qs, f.annotations)
+    return _apply_run_filters(qs, f)
+
+
+def _apply_annotations(qs: QuerySet[Job], annotations: tuple[AnnotationFilter, ...]):
+    for a in annotations:
+        if a.missing:
+            qs = qs.exclude(annotations__has_key=a.key)
+        elif a.value is None:
+            qs = qs.filter(annotations__has_key=a.key)
+        else:
+            qs = qs.filter(annotations__contains={a.key: a.value})
+    return qs
+
+
+def _apply_run_filters(qs: QuerySet[Job], f: JobFilters) -> QuerySet[Job]:
+    """The filters on the job's latest run: one ``EXISTS`` for every condition its latest
+    run must meet; a filter that also takes "no value" (a "(none)" decision, an "unknown"
+    retryable, which a job without runs has too) is its own ``EXISTS`` or ``NOT EXISTS``."""
+    conditions: list[Q] = []
+    conditions += _run_text("node", f.node, f.node_exact)
+    conditions += _run_text("executor", f.cluster, f.cluster_exact)
+    conditions += _run_text("pool", f.pool, f.pool_exact)
+    if f.exit_code_min is not None:
+        conditions.append(Q(exit_code__gte=f.exit_code_min))
+    if f.exit_code_max is not None:
+        conditions.append(Q(exit_code__lte=f.exit_code_max))
+    if f.exit_code and f.exit_code != NONE:
+        conditions.append(Q(exit_code=int(f.exit_code)))
+    alternatives: list[Q] = []
+    decisions = tuple(d for d in f.decisions if d != NONE)
+    decided = None
+    if decisions:
+        decided = (
+            Q(decision__decision=decisions[0])
+            if len(decisions) == 1
+            else Q(decision__decision__in=decisions)
+        )
+    if NONE in f.decisions:
+        either = ~Q(_latest_run(decision__has_key="decision"))
+        alternatives.append(either | Q(_latest_run(decided)) if decided is not None else either)
+    elif decided is not None:
+        conditions.append(decided)
+    known = {v == "yes" for v in f.retryable if v != "unknown"}
+    if "unknown" in f.retryable and len(known) < 2:
+        either = ~Q(_latest_run(retryable__isnull=False))
+        alternatives.append(either | Q(_latest_run(retryable=known.pop())) if known else either)
+    elif len(known) == 1:
+        conditions.append(Q(retryable=known.pop()))
+    elif len(known) == 2:
+        conditions.append(Q(retryable__isnull=False))
+    if conditions:
+        qs = qs.filter(_latest_run(*conditions))
+    for alternative in alternatives:
+        qs = qs.filter(alternative)
+    for field, exact in (("node", f.node_exact), ("executor", f.cluster_exact)):
+        if exact == NONE:
+            qs = qs.exclude(_latest_run(~Q(**{field: ""})))
+    if f.pool_exact == NONE:
+        qs = qs.exclude(_latest_run(~Q(pool="")))
+    if f.exit_code == NONE:
+        qs = qs.exclude(_latest_run(exit_code__isnull=False))
+    return qs
+
+
+def text_ok(field: str, value: str, limit: int) -> str:
+    """``value`` stripped, or ``FilterError`` when it cannot be a filter value."""
+    value = value.strip()
+    if problem := text_problem(value):
+        raise FilterError(field, problem)
+    if len(value) > limit:
+        raise FilterError(field, f"is longer than {limit} characters")
+    return value

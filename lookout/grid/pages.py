@@ -1,0 +1,192 @@
+"""The grid's rows: keyset pages of the jobs a viewer may watch, and single rows again.
+
+Pages are keyset pages, never OFFSET (``lookout.grid.cursors``): a page costs an index range
+scan whatever its depth. The grid never shows the pod spec (the largest column), so it is
+never read. Columns that come from a job's latest run (node, cluster, pool, exit code,
+runtime, decision, retryable) are read for the page's rows in one query.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db import connection
+from django.db.models import CharField, F, Func, Q, QuerySet
+
+from armada.core.quantity import CPU, GPU, MEMORY, format_quantity
+from armada.models import Job, Run
+from lookout.grid.columns import COLUMNS
+from lookout.grid.cursors import checked_cursor, encode_cursor
+from lookout.grid.filters import apply_filters, jobs_visible
+from lookout.grid.params import GridParams
+
+MAX_ROW_IDS = 200
+# A job-set prefix with at least this many matching jobs is "broad": the page is found by
+# walking the primary key (matches are dense) rather than by reading and sorting every match.
+BROAD_PREFIX_MATCHES = 30_000
+
+
+@dataclass
+class JobRow:
+    """A row of the grid: the job and what its latest run adds."""
+
+    job: Job
+    run: Run | None
+
+    @property
+    def resources(self) -> str:
+        requests = self.job.requests or {}
+        parts = []
+        for resource, label in ((CPU, "cpu"), (MEMORY, "mem"), (GPU, "gpu")):
+            if requests.get(resource):
+                parts.append(f"{label} {format_quantity(int(requests[resource]), resource)}")
+        return ", ".join(parts)
+
+    def runtime_seconds(self, now: datetime) -> float | None:
+        if self.run is None or self.run.running_at is None:
+            return None
+        end = self.run.finished_at or now
+        return max(0.0, (end - self.run.running_at).total_seconds())
+
+    @property
+    def decision(self) -> str:
+        if self.run is None or not isinstance(self.run.decision, dict):
+            return ""
+        return str(self.run.decision.get("decision", "") or "")
+
+    @property
+    def retryable(self) -> str:
+        """The latest run's verdict: yes, no, or unknown (not decided, or no run)."""
+        if self.run is None or self.run.retryable is None:
+            return "unknown"
+        return "yes" if self.run.retryable else "no"
+
+    @property
+    def category(self) -> str:
+        """The job's failure category, or while it has none, its latest run's."""
+        if self.job.failure_category:
+            return self.job.failure_category
+        return self.run.failure_category if self.run is not None else ""
+
+    @property
+    def subcategory(self) -> str:
+        if self.job.failure_category or self.job.failure_subcategory:
+            return self.job.failure_subcategory
+        return self.run.failure_subcategory if self.run is not None else ""
+
+    def annotation(self, key: str) -> str:
+        value = (self.job.annotations or {}).get(key)
+        return "" if value is None else str(value)
+
+
+@dataclass
+class GridPage:
+    rows: list[JobRow]
+    next_cursor: str  # for ``after``: the page that follows, "" at the end
+    prev_cursor: str  # for ``before``: the page that precedes, "" at the start
+
+    @property
+    def ids(self) -> list[str]:
+        return [row.job.id for row in self.rows]
+
+
+def _keyset(column: str, value: Any, job_id: str, forward: bool) -> Q:
+    op = "lt" if forward else "gt"
+    return Q(**{f"{column}__{op}": value}) | Q(**{column: value, f"id__{op}": job_id})
+
+
+def filtered_jobs(actor: Any, params: GridParams) -> QuerySet[Job]:
+    """The jobs ``actor`` may watch that ``params``' filters match."""
+    return apply_filters(jobs_visible(actor), params.filters)
+
+
+def grid_page(actor: Any, params: GridParams) -> GridPage:
+    """One keyset page of the jobs ``actor`` may watch, filtered and sorted as ``params``
+    say. Raises ``FilterError`` on a cursor that is not one of this sort."""
+    page_size = params.per_page
+    column = COLUMNS[params.sort].sort or "id"
+    qs = filtered_jobs(actor, params)
+    backwards = bool(params.before)
+    cursor = checked_cursor(
+        "before" if backwards else "after",
+        params.before if backwards else params.after,
+        params.sort,
+    )
+    # ``descending`` pages walk to smaller values; a page walked backwards flips that.
+    walk_down = params.descending != backwards
+    if cursor is not None:
+        qs = qs.filter(_keyset(column, cursor[0], cursor[1], walk_down))
+    prefix = "-" if walk_down else ""
+    order: list[Any] = [f"{prefix}{column}", f"{prefix}id"] if column != "id" else [f"{prefix}id"]
+    if (
+        column == "id"
+        and params.filters.job_set
+        and connection.vendor == "postgresql"
+        and not broad_job_set_prefix(params.filters.job_set)
+    ):
+        # Jobs of a job set are submitted together, so PostgreSQL's guess that matches of a
+        # prefix are spread evenly over the ids is wrong, and walking the primary key
+        # backwards looking for them can read every row. Ordering by an expression of the id
+        # makes it read the matches through the job-set prefix index and sort them instead.
+        # That reads every match, so it is only done for a prefix with few matches; for a
+        # broad one (``team-``) matches are everywhere and walking the key finds a page at once.
+        # The ids of the page come from the job-set index alone (it includes the id), so
+        # only the page's rows are read from the table.
+        id_text = Func(F("id"), template="(%(expressions)s || '')", output_field=CharField())
+        page_ids = qs.order_by(id_text.desc() if walk_down else id_text.asc()).values("id")
+        qs = Job.objects.filter(id__in=page_ids[: page_size + 1])
+    jobs = list(qs.defer("pod_spec").order_by(*order)[: page_size + 1])
+    more = len(jobs) > page_size
+    jobs = jobs[:page_size]
+    if backwards:
+        jobs.reverse()
+    first, last = (jobs[0], jobs[-1]) if jobs else (None, None)
+    has_next = more if not backwards else bool(jobs)
+    has_prev = (cursor is not None and bool(jobs)) if not backwards else more
+    return GridPage(
+        rows=_rows(jobs),
+        next_cursor=encode_cursor(getattr(last, column), last.id) if last and has_next else "",
+        prev_cursor=encode_cursor(getattr(first, column), first.id) if first and has_prev else "",
+    )
+
+
+def rows_for(actor: Any, params: GridParams, ids: list[str] | None = None) -> list[JobRow]:
+    """The rows of ``ids`` that ``actor`` may watch and that still match ``params``' filters
+    (in the grid's sort order); without ``ids``, the rows of the page ``params`` is on."""
+    if ids is None:
+        return grid_page(actor, params).rows
+    wanted = list(dict.fromkeys(ids))[:MAX_ROW_IDS]
+    column = COLUMNS[params.sort].sort or "id"
+    prefix = "-" if params.descending else ""
+    order = [f"{prefix}{column}", f"{prefix}id"] if column != "id" else [f"{prefix}id"]
+    qs = filtered_jobs(actor, params).filter(id__in=wanted)
+    return _rows(list(qs.defer("pod_spec").order_by(*order)))
+
+
+def broad_job_set_prefix(prefix: str) -> bool:
+    """Whether at least ``BROAD_PREFIX_MATCHES`` jobs (any queue) have a job set starting with
+    ``prefix``: counted through the job-set prefix index, stopping at that many."""
+    capped = (
+        Job.objects.filter(job_set__startswith=prefix)
+        .order_by()
+        .values("job_set")[:BROAD_PREFIX_MATCHES]
+    )
+    return capped.count() >= BROAD_PREFIX_MATCHES
+
+
+def latest_runs(job_ids: list[str]) -> dict[str, Run]:
+    """The latest run of each of ``job_ids`` (one query; a page is small)."""
+    latest: dict[str, Run] = {}
+    if not job_ids:
+        return latest
+    runs = Run.objects.filter(job_id__in=job_ids).defer("message", "hint", "exit_codes")
+    for run in runs.order_by("job_id", "id"):
+        latest[run.job_id] = run
+    return latest
+
+
+def _rows(jobs: list[Job]) -> list[JobRow]:
+    runs = latest_runs([j.id for j in jobs])
+    return [JobRow(job=j, run=runs.get(j.id)) for j in jobs]
