@@ -6,8 +6,8 @@ app_name = "lookout"
 urlpatterns = [
     path("", views.jobs, name="jobs"),
     path("", include("lookout.grid_urls")),
+    path("", include("lookout.bulk_urls")),  # before the panel's jobs/<id>/cancel
     path("", include("lookout.panel_urls")),
-    path("", include("lookout.bulk_urls")),
     path("", include("lookout.live_urls")),
     path("login", account_views.LoginView.as_view(), name="login"),
     path("logout", account_views.LogoutView.as_view(), name="logout"),
