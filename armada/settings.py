@@ -196,9 +196,19 @@ LOGIN_THROTTLE = {
     "BASE_DELAY_SECONDS": env_int("ARMADA_LOGIN_LOCKOUT_SECONDS", 10),
     "MAX_DELAY_SECONDS": env_int("ARMADA_LOGIN_LOCKOUT_MAX_SECONDS", 15 * 60),
 }
-# Shared by every web process: Redis when there is one, else files on this machine.
+# Shared by every web process through Redis when there is one; else the default cache
+# (Lookout's kept group counts) is each process's memory and the login throttle's is files
+# on this machine.
 CACHES = {
-    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "default": (
+        {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": env_str("REDIS_URL"),
+            "KEY_PREFIX": "armada",
+        }
+        if env_str("REDIS_URL")
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    ),
     "login-throttle": (
         {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",

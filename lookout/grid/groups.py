@@ -1,0 +1,305 @@
+"""Nested groups of the jobs grid: the filtered jobs a viewer may watch, counted per value of
+a groupable column, with their counts per state.
+
+``?group=queue,job_set`` groups by queue, and a queue's group expands into its job sets; the
+last level expands into job rows. A group is named by its *path*, the ``[column, value]``
+pairs from the top level down; a level's jobs are the view's filters narrowed to every pair
+of the path (``JobFilters.with_exact``), so the counts of a group's children add up to the
+group's own. A value ``""`` is "no value" (no failure category, no latest run, no such
+annotation); ``retryable`` groups are ``yes``, ``no`` and ``unknown`` as its filter says.
+
+One query counts a level: grouped by the column, with one ``COUNT(...) FILTER (WHERE state =
+...)`` per state beside the total, ordered by the total and cut at ``MAX_GROUPS`` in the
+database (a column with a hundred thousand values sends ``MAX_GROUPS`` rows, not all of
+them). The columns of a job's latest run (node, cluster, pool, exit code, decision,
+retryable) are a correlated subquery per job, its run with the greatest id, read backwards
+through ``run_lookout_latest_idx``: its cost follows the number of jobs counted, not the
+size of the run table, and the levels below the top are narrowed by their path.
+
+Counting many jobs is not cheap (a few hundred milliseconds for a million on a job column,
+seconds on a latest-run column). When at least ``GROUP_EXACT_ROWS`` jobs are counted (on
+PostgreSQL), the counts are kept in Django's default cache, shared by every web process
+(Redis when ``REDIS_URL`` is set), and say when they were counted; once older than
+``GROUP_REFRESH_SECONDS`` the next request still gets them and starts one recount in the
+background (one for all processes: the recount holds a lock in the same cache). Fewer jobs
+are counted exactly on every request.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from django.core.cache import cache
+from django.db import connection, connections
+from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery, TextField, Value
+from django.db.models.fields.json import KeyTextTransform
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from armada.core.states import JobState
+from armada.models import Job, Run
+from lookout.grid.columns import ANNOTATION_PREFIX, COLUMNS, ColumnError, column
+from lookout.grid.filters import (
+    MAX_ANNOTATION_VALUE,
+    MAX_EXIT_CODE,
+    MIN_EXIT_CODE,
+    RETRYABLE_CHOICES,
+    STATES,
+    FilterError,
+    JobFilters,
+    apply_filters,
+    jobs_visible,
+    text_ok,
+)
+
+# Column key -> label, for the group-by control (``annotation:<key>`` besides these).
+GROUPABLE: dict[str, str] = {k: c.label for k, c in COLUMNS.items() if c.groupable}
+MAX_LEVELS = 3
+MAX_GROUPS = 300  # groups shown per level; the rest are counted and named "N more"
+MAX_PATH_CHARS = 4096
+GROUP_EXACT_ROWS = 10_000
+GROUP_REFRESH_SECONDS = 60.0
+GROUP_KEEP_SECONDS = 15 * 60  # a kept count older than this is counted again, waiting
+REFRESH_LOCK_SECONDS = 5 * 60
+CACHE_PREFIX = "lookout:groups:v1:"
+
+Path = tuple[tuple[str, str], ...]
+TEXT = TextField()
+
+
+@dataclass(frozen=True)
+class GroupCount:
+    """One group: its value (``""``: no value), its jobs and their states."""
+
+    value: str
+    total: int
+    states: tuple[tuple[str, int], ...]  # (state, jobs) of the states it has, in state order
+
+
+@dataclass(frozen=True)
+class GroupLevel:
+    """The groups of one level, largest first."""
+
+    column: str
+    groups: list[GroupCount]
+    hidden: int  # groups not in ``groups`` (beyond ``MAX_GROUPS``)
+    as_of: datetime | None  # when kept counts were counted; None: counted now, exactly
+
+
+def label(key: str) -> str:
+    """The label of a groupable column (an annotation column is labelled by its key)."""
+    if key.startswith(ANNOTATION_PREFIX):
+        return key.removeprefix(ANNOTATION_PREFIX)
+    return GROUPABLE[key]
+
+
+def no_value_label(key: str) -> str:
+    return "(no value)" if key.startswith(ANNOTATION_PREFIX) else "(none)"
+
+
+# --- paths -------------------------------------------------------------------------------
+
+
+def parse_path(raw: str, group: tuple[str, ...], name: str = "path") -> Path:
+    """A group's path from its JSON (``[["queue", "a"], ["job_set", "s"]]``), checked
+    against the view's grouping: its columns are the first levels of ``group``, in order,
+    and each value is one the column can hold. ``FilterError`` naming ``name`` otherwise."""
+    if len(raw) > MAX_PATH_CHARS:
+        raise FilterError(name, f"is longer than {MAX_PATH_CHARS} characters")
+    try:
+        pairs = json.loads(raw)
+    except (ValueError, RecursionError):
+        raise FilterError(name, "is not JSON (a list of [column, value] pairs)") from None
+    if not isinstance(pairs, list):
+        raise FilterError(name, "must be a list of [column, value] pairs")
+    if len(pairs) > len(group):
+        raise FilterError(name, f"is {len(pairs)} levels deep; the grouping has {len(group)}")
+    path: list[tuple[str, str]] = []
+    for level, pair in enumerate(pairs):
+        ok = isinstance(pair, list) and len(pair) == 2 and all(isinstance(p, str) for p in pair)
+        if not ok:
+            raise FilterError(name, f"level {level + 1} is not a [column, value] pair")
+        key, value = pair
+        if key != group[level]:
+            raise FilterError(
+                name, f"level {level + 1} is {key[:60]!r} but the view groups by {group[level]!r}"
+            )
+        path.append((key, _checked_value(name, key, value)))
+    return tuple(path)
+
+
+def _checked_value(name: str, key: str, value: str) -> str:
+    if key == "state":
+        if value not in STATES:
+            raise FilterError(name, f"{value[:60]!r} is not a job state")
+    elif key == "retryable":
+        if value not in RETRYABLE_CHOICES:
+            raise FilterError(name, f"retryable is one of {', '.join(RETRYABLE_CHOICES)}")
+    elif key == "exit_code":
+        if value != "":
+            try:
+                code = int(value)
+            except ValueError:
+                raise FilterError(name, f"{value[:60]!r} is not an exit code") from None
+            if not MIN_EXIT_CODE <= code <= MAX_EXIT_CODE or str(code) != value:
+                raise FilterError(name, f"{value[:60]!r} is not an exit code")
+    elif value != text_ok(name, value, MAX_ANNOTATION_VALUE):
+        raise FilterError(name, "a value must not start or end with a space")
+    return value
+
+
+def path_json(path: Path) -> str:
+    return json.dumps([list(pair) for pair in path], separators=(",", ":"))
+
+
+def narrowed(filters: JobFilters, path: Path) -> JobFilters:
+    """``filters`` narrowed to the group ``path`` names."""
+    for key, value in path:
+        filters = filters.with_exact(key, value)
+    return filters
+
+
+# --- counting ----------------------------------------------------------------------------
+
+
+def _value_expression(key: str) -> Any:
+    """What jobs are grouped by for column ``key`` (text; NULL only where "no value" must
+    stay apart from an empty text: exit codes and retryable)."""
+    try:
+        col = column(key)
+    except ColumnError as exc:
+        raise FilterError("group", str(exc)) from None
+    if not col.groupable:
+        raise FilterError("group", f"jobs cannot be grouped by {key[:60]!r}")
+    if col.annotation_key is not None:
+        return Coalesce(
+            KeyTextTransform(col.annotation_key, "annotations"), Value(""), output_field=TEXT
+        )
+    if col.field is not None:
+        return F(col.field)
+    runs = Run.objects.filter(job_id=OuterRef("pk")).order_by("-id")
+    if col.run_field == "decision":
+        latest = runs.annotate(v=KeyTextTransform("decision", "decision")).values("v")[:1]
+        return Coalesce(Subquery(latest), Value(""), output_field=TEXT)
+    latest = runs.values(col.run_field)[:1]
+    if col.run_field in ("exit_code", "retryable"):
+        return Subquery(latest)
+    return Coalesce(Subquery(latest), Value(""), output_field=TEXT)
+
+
+def _shown(key: str, value: Any) -> str:
+    """A grouped value as its path holds it."""
+    if key == "retryable":
+        return "unknown" if value is None else ("yes" if value else "no")
+    return "" if value is None else str(value)
+
+
+def count_groups(qs: QuerySet[Job], key: str) -> tuple[list[GroupCount], int]:
+    """The jobs of ``qs`` per value of column ``key``: the ``MAX_GROUPS`` largest groups and
+    how many more there are. One grouped query (and one more counting the groups when there
+    are more than ``MAX_GROUPS``)."""
+    by_state = {f"s{i}": Count("pk", filter=Q(state=s.value)) for i, s in enumerate(JobState)}
+    grouped = qs.order_by().annotate(g=_value_expression(key)).values("g")
+    counted = grouped.annotate(total=Count("pk"), **by_state).order_by("-total", "g")
+    rows = list(counted[: MAX_GROUPS + 1])
+    hidden = 0
+    if len(rows) > MAX_GROUPS:
+        rows = rows[:MAX_GROUPS]
+        hidden = grouped.distinct().count() - MAX_GROUPS
+    groups = [
+        GroupCount(
+            value=_shown(key, row["g"]),
+            total=row["total"],
+            states=tuple((s.value, row[f"s{i}"]) for i, s in enumerate(JobState) if row[f"s{i}"]),
+        )
+        for row in rows
+    ]
+    return groups, hidden
+
+
+def level_counts(actor: Any, filters: JobFilters, group: tuple[str, ...], path: Path) -> GroupLevel:
+    """The groups one level below ``path`` (the top level for an empty path) of the jobs
+    ``actor`` may watch that ``filters`` match: counted now, or kept (see the module)."""
+    key = group[len(path)]
+    qs = apply_filters(jobs_visible(actor), narrowed(filters, path))
+    if connection.vendor != "postgresql" or (
+        qs.order_by().values("pk")[:GROUP_EXACT_ROWS].count() < GROUP_EXACT_ROWS
+    ):
+        groups, hidden = count_groups(qs, key)
+        return GroupLevel(column=key, groups=groups, hidden=hidden, as_of=None)
+    return _kept_counts(qs, key)
+
+
+def cache_key(qs: QuerySet[Job], key: str) -> str:
+    """The kept counts' name: the column and the exact query (the viewer's queues are in it,
+    so viewers who may watch the same queues share counts)."""
+    sql, params = qs.query.sql_with_params()
+    digest = hashlib.sha256(repr((key, sql, params)).encode()).hexdigest()
+    return CACHE_PREFIX + digest
+
+
+def _kept_counts(qs: QuerySet[Job], key: str) -> GroupLevel:
+    name = cache_key(qs, key)
+    kept = cache.get(name)
+    if kept is None:
+        return _recount(name, qs, key)
+    level = _from_cache(key, kept)
+    assert level.as_of is not None
+    age = time.time() - level.as_of.timestamp()
+    if age > GROUP_REFRESH_SECONDS and cache.add(name + ":refreshing", 1, REFRESH_LOCK_SECONDS):
+        threading.Thread(target=_refresh, args=(name, qs, key), daemon=True).start()
+    return level
+
+
+def _recount(name: str, qs: QuerySet[Job], key: str) -> GroupLevel:
+    at = timezone.now()
+    groups, hidden = count_groups(qs, key)
+    level = GroupLevel(column=key, groups=groups, hidden=hidden, as_of=at)
+    cache.set(name, _to_cache(level), GROUP_KEEP_SECONDS)
+    return level
+
+
+def _refresh(name: str, qs: QuerySet[Job], key: str) -> None:
+    """Count again in the background (a thread of its own, with its own connection)."""
+    try:
+        _recount(name, qs, key)
+    finally:
+        cache.delete(name + ":refreshing")
+        connections.close_all()
+
+
+def _to_cache(level: GroupLevel) -> dict[str, Any]:
+    """Plain data (what any version of this module can read back)."""
+    assert level.as_of is not None
+    return {
+        "groups": [[g.value, g.total, [list(s) for s in g.states]] for g in level.groups],
+        "hidden": level.hidden,
+        "at": level.as_of.timestamp(),
+    }
+
+
+def _from_cache(key: str, kept: dict[str, Any]) -> GroupLevel:
+    return GroupLevel(
+        column=key,
+        groups=[
+            GroupCount(value=v, total=n, states=tuple((s, c) for s, c in states))
+            for v, n, states in kept["groups"]
+        ],
+        hidden=kept["hidden"],
+        as_of=datetime.fromtimestamp(kept["at"], tz=UTC),
+    )
+
+
+def render_groups(request: Any, params: Any) -> str:
+    """The top level's group rows of the grouped grid (``params.group`` set), with the groups
+    the URL's ``expanded`` names opened below theirs. ``FilterError`` on a bad
+    ``expanded``."""
+    from lookout.group_views import render_level
+
+    return render_level(request, params, ())
