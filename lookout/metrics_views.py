@@ -2,107 +2,163 @@
 categories and gang skips over time (from ``MetricSample`` history, drawn as SVG line
 charts with a data table each), beside the counters' current values (``MetricCounter``).
 
+The charted range is the chosen period (``?period=``, 6 h unless asked) cut to the history
+there is, so a short history fills the charts. Each point counts what one bucket added (not
+a running total). The history is sampled every minute, so the charts end at the last
+sample: the page says when that was, shows beside each charted total the live total (with
+what the counters gained since), and warns when the sampler seems stopped.
+
 Rows labelled with a queue are shown only for queues the viewer may watch.
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
+from collections.abc import Callable
+from datetime import datetime, timedelta
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
+from armada.core.errors import FieldError
 from armada.metrics import DB_COUNTERS
 from armada.models import MetricCounter
 from armada.services.authz import watchable_queues
-from armada.services.metric_history import bucket_starts, metric_increases
-from lookout.charts import line_chart
+from armada.services.metric_history import (
+    SAMPLE_PERIOD,
+    Series,
+    lines_of,
+    sampling_status,
+    series_increases,
+    unsampled_increases,
+)
+from armada.web.inputs import refusal
+from lookout.chart_scales import buckets, fit_range, step_text
+from lookout.charts import LineChart, line_chart
 
 DECISIONS = "armada_scheduler_retry_policy_decisions_total"
 CATEGORIES = "armada_executor_job_failure_category_total"
 GANG_SKIPS = "armada_scheduler_retry_policy_gang_skipped_total"
-WINDOWS = {
+PERIODS = {
     "1h": timedelta(hours=1),
     "6h": timedelta(hours=6),
     "24h": timedelta(days=1),
     "7d": timedelta(days=7),
 }
-BUCKETS = 30
+DEFAULT_PERIOD = "6h"
+STALE_AFTER = 3  # sampling periods without a sample: the sampler may be stopped
+OUTCOMES = ("retry", "fail")
+
+LineOf = Callable[[dict], str | None]
 
 
-def _outcome(decision: str) -> str:
-    return "retry" if decision == "retry" else "fail"
+def _outcome(labels: dict) -> str:
+    return "retry" if labels.get("decision") == "retry" else "fail"
+
+
+class _History:
+    """One counter's increases per bucket and unsampled gains, per series, grouped into
+    the lines of a chart on demand; series of queues the viewer may not watch are left out."""
+
+    def __init__(self, name: str, *, starts: list[datetime], step: timedelta, visible) -> None:
+        self.buckets = len(starts)
+        self.per_series = series_increases(
+            name=name, start=starts[0], end=starts[-1] + step, buckets=self.buckets
+        )
+        self.unsampled = unsampled_increases(name=name)
+        self.visible = visible
+
+    def keys(self, key_of: LineOf) -> list[str]:
+        found = {key_of(labels) for labels, _ in self.per_series.values() if self.visible(labels)}
+        found |= {key_of(labels) for labels, _ in self.unsampled.values() if self.visible(labels)}
+        return sorted(k for k in found if k is not None)
+
+    def lines(self, line_of: LineOf) -> tuple[list[Series], dict[str, int]]:
+        def shown(labels: dict) -> str | None:
+            return line_of(labels) if self.visible(labels) else None
+
+        live: dict[str, int] = {}
+        for labels, gained in self.unsampled.values():
+            if (line := shown(labels)) is not None:
+                live[line] = live.get(line, 0) + gained
+        return lines_of(self.per_series, line_of=shown, buckets=self.buckets), live
 
 
 @login_required
 def decision_metrics(request: HttpRequest) -> HttpResponse:
-    window = request.GET.get("window", "6h")
-    if window not in WINDOWS:
-        window = "6h"
-    end = timezone.now()
-    start = end - WINDOWS[window]
-    starts = bucket_starts(start=start, end=end, buckets=BUCKETS)
+    period = request.GET.get("period", DEFAULT_PERIOD)
+    if period not in PERIODS:
+        shown = period if len(period) <= 40 else period[:40] + "…"
+        problem = FieldError("period", f"must be one of {', '.join(PERIODS)}, not {shown!r}")
+        return refusal(request, 400, [problem])
+    now, tz = timezone.now(), timezone.get_current_timezone()
+    status = sampling_status(names=(DECISIONS, CATEGORIES, GANG_SKIPS), start=now - PERIODS[period])
+    time_range = fit_range(
+        now=now,
+        period=PERIODS[period],
+        first_sample=status.first_in_period,
+        covers=status.covers_period,
+    )
+    starts, step = buckets(time_range, tz)
     allowed = watchable_queues(request.user)
 
     def visible(labels: dict) -> bool:
         return allowed is None or "queue" not in labels or labels["queue"] in allowed
 
-    def increases(name: str, line_of) -> list:
-        return metric_increases(
-            name=name,
-            start=start,
-            end=end,
-            buckets=BUCKETS,
-            line_of=lambda labels: line_of(labels) if visible(labels) else None,
+    def history(name: str) -> _History:
+        return _History(name, starts=starts, step=step, visible=visible)
+
+    def chart(title: str, chart_id: str, quantity: str, lines, order=()) -> LineChart:
+        series, live = lines
+        return line_chart(
+            title=title,
+            chart_id=chart_id,
+            quantity=quantity,
+            starts=starts,
+            step=step,
+            end=now,
+            series=series,
+            live=live,
+            order=order,
+            tz=tz,
         )
 
-    decisions = increases(
-        DECISIONS, lambda lb: f"{lb.get('policy') or '(none)'} {_outcome(lb.get('decision', ''))}"
-    )
-    policies = sorted({s.label.rsplit(" ", 1)[0] for s in decisions})
-    by_queue = increases(
-        DECISIONS, lambda lb: f"{lb.get('queue', '')} {_outcome(lb.get('decision', ''))}"
-    )
-    queues = sorted({s.label.rsplit(" ", 1)[0] for s in by_queue})
+    decisions = history(DECISIONS)
 
-    def split(series: list, key: str) -> list:
+    def decision_charts(label: str, kind: str) -> list[LineChart]:
+        """A chart of retries and fails per value of ``label`` (policy or queue)."""
+
+        def key_of(labels: dict) -> str:
+            return labels.get(label) or "(none)"
+
+        def outcomes_of(key: str) -> LineOf:
+            return lambda labels: _outcome(labels) if key_of(labels) == key else None
+
         return [
-            type(s)(label=s.label.rsplit(" ", 1)[1], values=s.values)
-            for s in series
-            if s.label.rsplit(" ", 1)[0] == key
+            chart(
+                f"{kind} {key}: decisions",
+                f"{label}-{i}",
+                "Decisions",
+                decisions.lines(outcomes_of(key)),
+                OUTCOMES,
+            )
+            for i, key in enumerate(decisions.keys(key_of))
         ]
 
-    policy_charts = [
-        line_chart(
-            title=f"Policy {p}: decisions",
-            chart_id=f"policy-{i}",
-            starts=starts,
-            series=split(decisions, p),
-        )
-        for i, p in enumerate(policies)
-    ]
-    queue_charts = [
-        line_chart(
-            title=f"Queue {q}: decisions",
-            chart_id=f"queue-{i}",
-            starts=starts,
-            series=split(by_queue, q),
-        )
-        for i, q in enumerate(queues)
-    ]
-    categories = line_chart(
-        title="Failed runs per failure category",
-        chart_id="categories",
-        starts=starts,
-        series=increases(CATEGORIES, lambda lb: lb.get("failure_category") or "(none)"),
+    policy_charts = decision_charts("policy", "Policy")
+    queue_charts = decision_charts("queue", "Queue")
+    categories = chart(
+        "Failed runs per failure category",
+        "categories",
+        "Failed runs",
+        history(CATEGORIES).lines(lambda lb: lb.get("failure_category") or "(none)"),
     )
-    gang = line_chart(
-        title="Gang failures skipped per policy",
-        chart_id="gang",
-        starts=starts,
-        series=increases(GANG_SKIPS, lambda lb: lb.get("policy") or "(none)"),
+    gang = chart(
+        "Gang failures skipped per policy",
+        "gang",
+        "Gang failures skipped",
+        history(GANG_SKIPS).lines(lambda lb: lb.get("policy") or "(none)"),
     )
     counters = []
     for name, (help_text, label_names) in DB_COUNTERS.items():
@@ -112,13 +168,26 @@ def decision_metrics(request: HttpRequest) -> HttpResponse:
             if visible(c.labels)
         ]
         counters.append({"name": name, "help": help_text, "labels": label_names, "rows": rows})
+    last = status.last_sampled
     return render(
         request,
         "lookout/decision_metrics.html",
         {
-            "window": window,
-            "windows": list(WINDOWS),
-            "bucket_minutes": round(WINDOWS[window].total_seconds() / BUCKETS / 60, 1),
+            "period": period,
+            "periods": list(PERIODS),
+            "now": now,
+            "range_start": starts[0],
+            "range_fitted": time_range.fitted,
+            "history_start": status.first_in_period if time_range.fitted else None,
+            "date_format": "M j H:i" if now - starts[0] > timedelta(days=1) else "H:i",
+            "time_zone": timezone.get_current_timezone_name(),
+            "bucket_step": step_text(step),
+            "sample_period": step_text(SAMPLE_PERIOD),
+            "last_sampled": last,
+            "sample_age": (now - last).total_seconds() if last else None,
+            "stale": status.stale(now, intervals=STALE_AFTER),
+            "stale_after": step_text(SAMPLE_PERIOD * STALE_AFTER),
+            "has_history": last is not None,
             "policy_charts": policy_charts,
             "queue_charts": queue_charts,
             "categories": categories,

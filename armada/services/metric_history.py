@@ -8,9 +8,17 @@ and removes samples older than ``KEEP`` except the newest of each series (the ba
 next change is measured from). Writing changes only keeps a quiet installation's history
 small; between two samples a series' value is the earlier sample's.
 
+The time of the last sampling is kept apart from the samples (a quiet installation writes
+none for hours): ``metrics_sample`` sets the ``expires_at`` of the ``LeaderLease`` row named
+``metrics-sampled`` to its ``now`` once its samples are committed, the way
+``counters_reset_if_due`` keeps its clock in ``metrics-reset``. Lookout reads it to say how
+fresh the charts are and whether the sampler may be stopped (``sampling_status``).
+
 ``metric_increases`` turns samples into increases per time bucket, as Prometheus'
 ``increase()`` does: a drop in value is a counter reset, after which the new value is all
 increase; a series' first sample ever is its baseline, not an increase.
+``unsampled_increases`` is what the counters gained since their newest samples: what the
+charts do not show yet.
 """
 
 from __future__ import annotations
@@ -20,13 +28,16 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db import transaction
-from django.db.models import Max
+from django.db import IntegrityError, transaction
+from django.db.models import Max, Min
 
+from armada.celery import METRICS_SAMPLE_PERIOD
 from armada.metrics import DB_COUNTERS
-from armada.models import MetricCounter, MetricSample
+from armada.models import LeaderLease, MetricCounter, MetricSample
 
 KEEP = timedelta(days=7)
+SAMPLE_PERIOD = timedelta(seconds=METRICS_SAMPLE_PERIOD)
+SAMPLED_MARK = "metrics-sampled"
 
 
 @dataclass(frozen=True)
@@ -77,7 +88,51 @@ def metrics_sample(*, now: datetime, keep: timedelta = KEEP) -> SampleReport:
         MetricSample.objects.bulk_create(rows, batch_size=1000)
         keep_ids = [s.id for s in last.values()]
         pruned, _ = MetricSample.objects.filter(at__lt=now - keep).exclude(id__in=keep_ids).delete()
+    _mark_sampled(now)
     return SampleReport(written=len(rows), pruned=pruned)
+
+
+def _mark_sampled(now: datetime) -> None:
+    """Record ``now`` as the last sampling: after the samples' commit, in a statement of its
+    own (the row is locked only for that statement, outside every other lock)."""
+    if LeaderLease.objects.filter(name=SAMPLED_MARK).update(expires_at=now):
+        return
+    try:
+        with transaction.atomic():  # a savepoint: another sampler may create it at once
+            LeaderLease.objects.create(name=SAMPLED_MARK, expires_at=now)
+    except IntegrityError:
+        LeaderLease.objects.filter(name=SAMPLED_MARK).update(expires_at=now)
+
+
+@dataclass(frozen=True)
+class SamplingStatus:
+    """How far the history of ``names`` reaches, for one chosen period ending now.
+
+    ``last_sampled``: when the sampler last ran (the newest sample's time where no run was
+    recorded), None if never. ``first_in_period``: the first sample at or after the period's
+    start; ``covers_period``: a sample older than the start exists, so the values at the
+    start are known and the whole period can be charted.
+    """
+
+    last_sampled: datetime | None
+    first_in_period: datetime | None
+    covers_period: bool
+
+    def stale(self, now: datetime, *, intervals: int = 3) -> bool:
+        """More than ``intervals`` sampling periods since the last sampling."""
+        return self.last_sampled is not None and now - self.last_sampled > intervals * SAMPLE_PERIOD
+
+
+def sampling_status(*, names: Iterable[str], start: datetime) -> SamplingStatus:
+    names = list(names)
+    mark = LeaderLease.objects.filter(name=SAMPLED_MARK).values_list("expires_at", flat=True)
+    samples = MetricSample.objects.filter(name__in=names)
+    last = mark.first() or samples.aggregate(last=Max("at"))["last"]
+    return SamplingStatus(
+        last_sampled=last,
+        first_in_period=samples.filter(at__gte=start).aggregate(first=Min("at"))["first"],
+        covers_period=samples.filter(at__lt=start).exists(),
+    )
 
 
 @dataclass
@@ -108,6 +163,33 @@ def metric_increases(
     """Increases of counter ``name`` in ``buckets`` equal buckets of [start, end), summed into
     lines: ``line_of(labels)`` names the line a series adds to (None leaves it out). Lines
     are in order of their total, largest first."""
+    per_series = series_increases(name=name, start=start, end=end, buckets=buckets)
+    return lines_of(per_series, line_of=line_of, buckets=buckets)
+
+
+def lines_of(
+    per_series: dict[str, tuple[dict, list[int]]],
+    *,
+    line_of: Callable[[dict], str | None],
+    buckets: int,
+) -> list[Series]:
+    """Series (from ``series_increases``) summed into lines, largest total first."""
+    lines: dict[str, list[int]] = defaultdict(lambda: [0] * buckets)
+    for labels, values in per_series.values():
+        line = line_of(labels)
+        if line is None or not any(values):
+            continue
+        lines[line] = [a + b for a, b in zip(lines[line], values, strict=True)]
+    series = [Series(label=label, values=values) for label, values in lines.items()]
+    series.sort(key=lambda s: (-s.total, s.label))
+    return series
+
+
+def series_increases(
+    *, name: str, start: datetime, end: datetime, buckets: int
+) -> dict[str, tuple[dict, list[int]]]:
+    """Per series of counter ``name`` (by ``labels_key``): its labels and its increases in
+    ``buckets`` equal buckets of [start, end). Series without an increase are left out."""
     step = (end - start) / buckets
     baseline_ids = (
         MetricSample.objects.filter(name=name, at__lt=start)
@@ -118,7 +200,7 @@ def metric_increases(
     previous: dict[str, int] = {
         s.labels_key: s.value for s in MetricSample.objects.filter(id__in=list(baseline_ids))
     }
-    lines: dict[str, list[int]] = defaultdict(lambda: [0] * buckets)
+    found: dict[str, tuple[dict, list[int]]] = {}
     samples = MetricSample.objects.filter(name=name, at__gte=start, at__lt=end).order_by("at", "id")
     for sample in samples:
         before = previous.get(sample.labels_key)
@@ -126,11 +208,27 @@ def metric_increases(
         if before is None:
             continue  # the series' first sample: its baseline
         increase = sample.value - before if sample.value >= before else sample.value
-        line = line_of(sample.labels)
-        if not increase or line is None:
+        if not increase:
             continue
-        index = min(buckets - 1, int((sample.at - start) / step))
-        lines[line][index] += increase
-    series = [Series(label=label, values=values) for label, values in lines.items()]
-    series.sort(key=lambda s: (-s.total, s.label))
-    return series
+        _, values = found.setdefault(sample.labels_key, (sample.labels, [0] * buckets))
+        values[min(buckets - 1, int((sample.at - start) / step))] += increase
+    return found
+
+
+def unsampled_increases(*, name: str) -> dict[str, tuple[dict, int]]:
+    """Per series of counter ``name`` (by ``labels_key``): its labels and what it gained
+    since its newest sample, as the next sampling will read it (a counter below its sample
+    was reset: all of its value is new; a series never sampled starts from 0, unless
+    nothing was ever sampled: then every value is a baseline). Series that gained nothing
+    are left out."""
+    newest = _newest_samples([name])
+    if not newest and not MetricSample.objects.exists():
+        return {}
+    found: dict[str, tuple[dict, int]] = {}
+    for counter in MetricCounter.objects.filter(name=name):
+        sample = newest.get((name, counter.labels_key))
+        before = sample.value if sample is not None else 0
+        gained = counter.value - before if counter.value >= before else counter.value
+        if gained:
+            found[counter.labels_key] = (counter.labels, gained)
+    return found

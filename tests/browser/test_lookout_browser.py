@@ -1,7 +1,7 @@
-"""Lookout's job, queue and metrics pages in real Chromium: filter the jobs table by failure
-category, group it by state, open a job and read its runs and decision, cancel a job, turn
-on the auto refresh, cordon a queue and read the decision metrics. No page may log a console
-error; the screenshots in docs/screenshots/ come from here."""
+"""Lookout's job and queue pages in real Chromium: filter the jobs table by failure category,
+group it by state, open a job and read its runs and decision, cancel a job, turn on the auto
+refresh and cordon a queue (the decision metrics page is test_charts_browser's). No page may
+log a console error; the screenshots in docs/screenshots/ come from here."""
 
 from __future__ import annotations
 
@@ -238,25 +238,6 @@ def test_queues_page_and_cordon(page, demo_data, screenshot):
     assert Queue.objects.get(name="demo").cordoned
     page.get_by_role("link", name="research").first.click()
     expect(page.get_by_role("heading", name="Queue research")).to_be_visible()
-    no_problems(page)
-
-
-@pytest.mark.django_db(transaction=True)
-def test_decision_metrics_page(page, demo_data, screenshot):
-    log_in(page, "/metrics/decisions?window=1h")
-    expect(page.get_by_role("heading", name="Retry decisions and failures")).to_be_visible()
-    chart = page.get_by_role("img", name=re.compile(r"Policy ml: decisions"))
-    expect(chart).to_be_visible()
-    expect(
-        page.get_by_role("img", name=re.compile("Failed runs per failure category"))
-    ).to_be_visible()
-    page.get_by_text("Data table").first.click()
-    expect(page.locator("table.data").first).to_be_visible()
-    expect(page.get_by_role("link", name="Decision metrics")).to_have_attribute(
-        "aria-current", "page"
-    )
-    page.get_by_text("Data table").first.click()
-    screenshot(page, "decision-metrics")
     no_problems(page)
 
 

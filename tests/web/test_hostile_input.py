@@ -113,7 +113,7 @@ QUERY_PARAMS: dict[str, list[str]] = {
     "lookout:job": ["events"],
     "lookout:queues": ["pool"],
     "lookout:queue": ["pool"],
-    "lookout:decision-metrics": ["window"],
+    "lookout:decision-metrics": ["period"],
     "lookout:policy": ["diff", *TESTER],
     "job-submit": API_LIST,
     "queue-list": ["dryRun", "format"],
