@@ -326,7 +326,8 @@ def _act_on_group(
     """Inside the group's transaction: lock its jobs in id order, read them as they are now,
     and hand those the action applies to to the service. Returns the ids acted on and the
     skipped ones by kind."""
-    locked = list(lock(Job.objects.filter(queue_id=queue, job_set=job_set, id__any=ids)))
+    rows = Job.objects.filter(queue_id=queue, job_set=job_set, id__any=ids).only("id", "state")
+    locked = list(lock(rows))
     acting, skipped = _split(action, locked, _runs_stopping(action, locked))
     # A job that vanished since it was read (expired) counts as already finished.
     present = {j.id for j in locked}
