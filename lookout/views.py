@@ -1,7 +1,7 @@
-"""Lookout's job pages: the jobs table (list, groups, refreshable rows) and the job page with
+"""Lookout's job pages: the jobs grid (``lookout.grid_views``) and the job page with
 its actions (cancel, reprioritize, preempt).
 
-Views are thin: reads go through ``lookout.jobs_table`` / ``lookout.queries`` (which see only
+Views are thin: reads go through ``lookout.grid`` / ``lookout.queries`` (which see only
 the queues the viewer may watch), writes through the services, which check every permission
 through ``services.authz``; a refused action answers 403 with the reason.
 """
@@ -25,15 +25,7 @@ from armada.services.jobs import job_get
 from armada.services.records import pending_reason
 from armada.services.reprioritize import jobs_reprioritize
 from armada.services.stopping import job_preempt, jobs_cancel
-from lookout.jobs_table import (
-    GROUPS,
-    REFRESH_CHOICES,
-    RETRYABLE_CHOICES,
-    SORTS,
-    TableParams,
-    jobs_groups_as_of,
-    jobs_page,
-)
+from lookout.grid_views import jobs  # noqa: F401  (the jobs grid; lookout.urls routes it)
 from lookout.queries import (
     EVENTS_SHOWN,
     decision_trail,
@@ -45,56 +37,6 @@ from lookout.queries import (
 
 def forbidden(request: HttpRequest, message: str) -> HttpResponse:
     return render(request, "lookout/forbidden.html", {"message": message}, status=403)
-
-
-@login_required
-def jobs(request: HttpRequest) -> HttpResponse:
-    """The jobs table (``?group=`` shows counts per group instead); ``?fragment=rows`` answers
-    only the table body, for the auto refresh."""
-    params = TableParams.from_query(request.GET)
-    context = {
-        "params": params,
-        "filters": params.filters,
-        "states": [s.value for s in JobState],
-        "retryable_choices": RETRYABLE_CHOICES,
-        "group_choices": [(k, label) for k, (_, label) in GROUPS.items()],
-        "refresh_choices": REFRESH_CHOICES,
-        "now": timezone.now(),
-    }
-    if params.group:
-        context["groups"], context["groups_as_of"] = jobs_groups_as_of(
-            actor=request.user, params=params
-        )
-        context["group_label"] = GROUPS[params.group][1]
-        context["list_url"] = params.url(group=None)
-        return render(request, "lookout/jobs_grouped.html", context)
-    page = jobs_page(actor=request.user, params=params)
-    context.update(
-        page=page,
-        jobs=[row.job for row in page.rows],
-        next_cursor=page.next_cursor,
-        columns=_columns(params),
-        next_url=params.url(after=page.next_cursor, before=None) if page.next_cursor else "",
-        prev_url=params.url(before=page.prev_cursor, after=None) if page.prev_cursor else "",
-        first_url=params.url() if (params.after or params.before) else "",
-        colspan=19 + len(params.annotations),
-    )
-    if request.GET.get("fragment") == "rows":
-        return render(request, "lookout/_job_rows.html", context)
-    return render(request, "lookout/jobs.html", context)
-
-
-def _columns(params: TableParams) -> dict[str, dict]:
-    """Per sortable column: its sort link and its ``aria-sort`` value."""
-    columns = {}
-    for key, (_, label) in SORTS.items():
-        current = key == params.sort
-        columns[key] = {
-            "label": label,
-            "url": params.sort_url(key),
-            "aria": ("descending" if params.descending else "ascending") if current else "",
-        }
-    return columns
 
 
 def _job_or_error(request: HttpRequest, job_id: str) -> Job | HttpResponse:

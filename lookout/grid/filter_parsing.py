@@ -136,10 +136,30 @@ def _annotations(query: Mapping[str, Any]) -> tuple[AnnotationFilter, ...]:
         if len(value) > MAX_ANNOTATION_VALUE:
             raise FilterError("ann", f"the value is longer than {MAX_ANNOTATION_VALUE} characters")
         found.append(AnnotationFilter(key, value if has_value else None, missing))
+    added = _added_annotation(query)
+    if added is not None:
+        found.append(added)
     found = list(dict.fromkeys(found))
     if len(found) > MAX_ANNOTATION_FILTERS:
         raise FilterError("ann", f"has more than {MAX_ANNOTATION_FILTERS} annotation filters")
     return tuple(found)
+
+
+def _added_annotation(query: Mapping[str, Any]) -> AnnotationFilter | None:
+    """The annotation filter of the grid's "add" fields: ``ann_key``, ``ann_op`` (``=``, the
+    default, or ``exists``) and ``ann_value``."""
+    key = text_ok("ann_key", _one(query, "ann_key"), MAX_ANNOTATION_KEY)
+    op = _one(query, "ann_op").strip() or "="
+    value = text_ok("ann_value", _one(query, "ann_value"), MAX_ANNOTATION_VALUE)
+    if op not in ("=", "exists"):
+        raise FilterError("ann_op", "must be = or exists")
+    if not key:
+        if value:
+            raise FilterError("ann_key", "is needed to filter on an annotation's value")
+        return None
+    if "=" in key or key.startswith("!"):
+        raise FilterError("ann_key", "an annotation key cannot hold '=' or start with '!'")
+    return AnnotationFilter(key, None if op == "exists" else value)
 
 
 def parse_filters(query: Mapping[str, Any]) -> dict[str, Any]:

@@ -99,7 +99,7 @@ class GridParams:
         per_page = _one(query, "per_page") or str(PAGE_SIZE)
         if per_page not in {str(n) for n in PAGE_SIZES}:
             raise FilterError("per_page", f"must be one of {', '.join(map(str, PAGE_SIZES))}")
-        group = parse_columns(_one(query, "group"), "group")
+        group = parse_columns(",".join(_all(query, "group")), "group")
         if len(group) > MAX_GROUP_LEVELS:
             raise FilterError("group", f"groups at most {MAX_GROUP_LEVELS} levels deep")
         for key in group:
@@ -108,11 +108,14 @@ class GridParams:
         raw_columns = _one(query, "columns")
         in_url = bool(raw_columns)
         columns = parse_columns(raw_columns) if in_url else (saved or DEFAULT_COLUMNS)
-        old = parse_columns(_one(query, "annotations"), "annotations")
-        extra = tuple(k if k.startswith(ANNOTATION_PREFIX) else ANNOTATION_PREFIX + k for k in old)
-        if extra:
-            extra = parse_columns(",".join(extra), "annotations")
-            columns = tuple(dict.fromkeys((*columns, *extra)))
+        old = [k.strip() for k in _one(query, "annotations").split(",") if k.strip()]
+        if old:
+            extra = ",".join(
+                k if k.startswith(ANNOTATION_PREFIX) else ANNOTATION_PREFIX + k for k in old
+            )
+            columns = tuple(dict.fromkeys((*columns, *parse_columns(extra, "annotations"))))
+            if len(columns) > MAX_COLUMNS:
+                raise FilterError("annotations", f"more than {MAX_COLUMNS} columns in all")
             in_url = True
         if not columns:
             raise FilterError("columns", "must name at least one column")
@@ -177,6 +180,14 @@ class GridParams:
 
     def width(self, key: str) -> int:
         return int(self.widths.get(key) or column(key).width)
+
+
+def _all(query: Mapping[str, Any], name: str) -> list[str]:
+    """Every non-empty value of ``name`` (the group-by form sends one per level)."""
+    if hasattr(query, "getlist"):
+        return [v for v in query.getlist(name) if v.strip()]
+    value = query.get(name)
+    return [value] if value else []
 
 
 def _one(query: Mapping[str, Any], name: str) -> str:

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from armada.services.submit import job_submit
-from lookout.queries import PAGE_SIZE
+from lookout.grid.params import PAGE_SIZE
 from tests.conftest import T0, job, job_file
 
 pytestmark = pytest.mark.django_db
@@ -29,11 +29,11 @@ def test_keyset_pagination_walks_every_job_once(client, admin_user, queue, owner
     ids = job_submit(actor=owner, data=job_file(jobs=[job() for _ in range(PAGE_SIZE + 7)]), now=T0)
     client.force_login(admin_user)
     first = client.get("/")
-    seen = first.context["jobs"]
+    seen = first.context["rows"]
     assert len(seen) == PAGE_SIZE
-    second = client.get("/", {"after": first.context["next_cursor"]})
-    assert second.context["next_cursor"] == ""
-    all_seen = [j.id for j in seen] + [j.id for j in second.context["jobs"]]
+    second = client.get("/", {"after": first.context["page"].next_cursor})
+    assert second.context["page"].next_cursor == ""
+    all_seen = [r.job.id for r in seen] + [r.job.id for r in second.context["rows"]]
     assert all_seen == sorted(ids, reverse=True)
 
 
