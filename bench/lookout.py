@@ -400,7 +400,9 @@ def deep_cursors(filters: dict[str, list[str]], depth: int) -> dict[str, list[st
     from django.http import QueryDict
 
     from armada.models import Job
-    from lookout.jobs_table import JobFilters, encode_cursor, jobs_filter
+    from lookout.grid.cursors import encode_cursor
+    from lookout.grid.filters import JobFilters
+    from lookout.grid.filters import apply_filters as jobs_filter
 
     deep: dict[str, list[str]] = {}
     for kind, queries in filters.items():
