@@ -10,7 +10,10 @@ page's URL names the groups shown open, so a shared URL reopens them.
 Every row this renders carries ``data-level``: a group row its depth (1 at the top), a
 level's note its groups' depth, a "more" row one more than the deepest group. Collapsing a
 group of depth N removes the rows after it up to the next row of level N or less (job rows
-have no level: they always go with the group above them).
+have no level: they always go with the group above them). The grid is a table, not a tree
+grid, so a row cannot carry ``aria-level`` or ``aria-expanded``: the group's toggle button
+says whether it is open (``aria-expanded``) and which rows it shows (``aria-controls``), and
+its name says which groups it is in.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from django.utils import timezone
 from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET
 
+from lookout.grid.columns import ANNOTATION_PREFIX
 from lookout.grid.filters import FilterError
 from lookout.grid.groups import (
     Path,
@@ -58,6 +62,7 @@ class GroupItem:
     children_url: str
     list_url: str
     controls: str  # the ids aria-controls names
+    within: str  # the groups it is in, for screen readers ("" at the top)
     children: SafeString
 
     @property
@@ -68,6 +73,15 @@ class GroupItem:
 def dom_id(path: Path) -> str:
     """A group row's id: the same for the same path on every render."""
     return "grp-" + hashlib.sha256(path_json(path).encode()).hexdigest()[:16]
+
+
+def describe(path: Path) -> str:
+    """A path as words: "queue demo, job set s1"."""
+    words = []
+    for key, value in path:
+        name = label(key) if key.startswith(ANNOTATION_PREFIX) else label(key).lower()
+        words.append(f"{name} {value or no_value_label(key)}")
+    return ", ".join(words)
 
 
 def expanded_paths(request: HttpRequest, group: tuple[str, ...]) -> set[Path]:
@@ -130,6 +144,7 @@ def _render(
                 list_url=reverse("lookout:jobs")
                 + view.url(filters=narrowed(params.filters, child), group=None),
                 controls=" ".join(child_ids) or f"{dom_id(child)}-children",
+                within=describe(path),
                 children=mark_safe(children),  # noqa: S308 - rendered by our templates
             )
         )

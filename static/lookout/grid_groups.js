@@ -1,7 +1,7 @@
 /* The grouped jobs grid: expanding and collapsing group rows in place.
  *
- * A group row (tr.group-row, data-level = its depth) holds a toggle button whose
- * data-children-url answers the rows below the group (the next level's group rows, or job
+ * A group row (tr.group-row, data-level = its depth, data-expanded) holds a toggle button
+ * (aria-expanded, aria-controls naming the rows it shows) whose data-children-url answers the rows below the group (the next level's group rows, or job
  * rows ending with a "more" row). Expanding inserts them right after the group row;
  * collapsing removes every row after it up to the next row whose data-level is the group's
  * or less (job rows carry no level: they go with the group above them). The expanded
@@ -58,7 +58,7 @@
     if (!toggle) {
       return;
     }
-    if (row.getAttribute("aria-expanded") !== "true") {
+    if (row.getAttribute("data-expanded") !== "true") {
       toggle.setAttribute("aria-controls", row.id + "-children");
       return;
     }
@@ -74,7 +74,7 @@
 
   function setExpanded(row, open) {
     var value = open ? "true" : "false";
-    row.setAttribute("aria-expanded", value);
+    row.setAttribute("data-expanded", value);
     var toggle = toggleOf(row);
     if (toggle) {
       toggle.setAttribute("aria-expanded", value);
@@ -179,7 +179,7 @@
 
   function expand(row) {
     var toggle = toggleOf(row);
-    if (!toggle || row.getAttribute("aria-expanded") === "true" || row.dataset.loading) {
+    if (!toggle || row.getAttribute("data-expanded") === "true" || row.dataset.loading) {
       return;
     }
     row.dataset.loading = "1";
@@ -207,7 +207,7 @@
   }
 
   function collapse(row) {
-    if (row.getAttribute("aria-expanded") !== "true") {
+    if (row.getAttribute("data-expanded") !== "true") {
       return;
     }
     descendants(row).forEach(function (r) {
@@ -272,7 +272,7 @@
     var toggle = event.target.closest("button.group-toggle");
     if (toggle) {
       var row = toggle.closest("tr.group-row");
-      if (row.getAttribute("aria-expanded") === "true") {
+      if (row.getAttribute("data-expanded") === "true") {
         collapse(row);
       } else {
         expand(row);
@@ -292,7 +292,7 @@
       return;
     }
     var row = toggle.closest("tr.group-row");
-    var open = row.getAttribute("aria-expanded") === "true";
+    var open = row.getAttribute("data-expanded") === "true";
     var target = null;
     if (event.key === "ArrowRight") {
       if (!open) {
@@ -322,7 +322,7 @@
 
   /* Rows the server rendered open (a shared URL) get their aria-controls. */
   function nameAll() {
-    document.querySelectorAll("tr.group-row[aria-expanded='true']").forEach(nameChildren);
+    document.querySelectorAll("tr.group-row[data-expanded='true']").forEach(nameChildren);
   }
 
   if (document.readyState === "loading") {

@@ -46,9 +46,9 @@ def group_rows(html: str) -> list[dict]:
         rows.append(
             {
                 "path": json.loads(attrs["data-group-path"].replace("&quot;", '"')),
-                "level": int(attrs["aria-level"]),
+                "level": int(attrs["data-level"]),
                 "total": int(attrs["data-total"]),
-                "expanded": attrs["aria-expanded"] == "true",
+                "expanded": attrs["data-expanded"] == "true",
                 "states": {s: int(n.replace(",", "")) for s, n in states},
                 "html": row,
             }
