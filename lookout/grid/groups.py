@@ -56,6 +56,7 @@ from django.utils import timezone
 
 from armada.core.states import JobState
 from armada.models import Job, Run
+from armada.web.storable import text_problem
 from lookout.grid.columns import ANNOTATION_PREFIX, COLUMNS, ColumnError, column
 from lookout.grid.filters import (
     MAX_ANNOTATION_VALUE,
@@ -67,12 +68,10 @@ from lookout.grid.filters import (
     JobFilters,
     apply_filters,
     jobs_visible,
-    text_ok,
 )
 
 # Column key -> label, for the group-by control (``annotation:<key>`` besides these).
 GROUPABLE: dict[str, str] = {k: c.label for k, c in COLUMNS.items() if c.groupable}
-MAX_LEVELS = 3
 MAX_GROUPS = 300  # groups shown per level; the rest are counted and named "N more"
 MAX_PATH_CHARS = 4096
 GROUP_EXACT_ROWS = 10_000
@@ -161,8 +160,10 @@ def _checked_value(name: str, key: str, value: str) -> str:
                 raise FilterError(name, f"{value[:60]!r} is not an exit code") from None
             if not MIN_EXIT_CODE <= code <= MAX_EXIT_CODE or str(code) != value:
                 raise FilterError(name, f"{value[:60]!r} is not an exit code")
-    elif value != text_ok(name, value, MAX_ANNOTATION_VALUE):
-        raise FilterError(name, "a value must not start or end with a space")
+    elif (problem := text_problem(value)) is not None:
+        raise FilterError(name, problem)
+    elif len(value) > MAX_ANNOTATION_VALUE:
+        raise FilterError(name, f"a value is at most {MAX_ANNOTATION_VALUE} characters")
     return value
 
 
