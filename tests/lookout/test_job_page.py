@@ -1,15 +1,18 @@
-"""The job page: details, pod spec, runs with their decision trail, the event timeline, and
-the actions (cancel, reprioritize, preempt) shown only to those allowed and refused with 403
-to the others."""
+"""The job's full page: details, pod spec, runs with their decision trail, the event
+timeline, the log, and the actions (cancel, reprioritize, preempt) shown only to those
+allowed and refused with 403 to the others. It is built from the same parts as the side
+panel (tests/lookout/test_panel.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from armada.models import Job, Queue, Run
+from armada.core.states import EventType
+from armada.models import Event, Job, Queue, Run, RunLog
 from armada.services.submit import job_submit
 from tests.conftest import T0, at, job_file
 from tests.lookout.builders import make_job, make_run
+from tests.lookout.panel_jobs import retried_job
 
 pytestmark = pytest.mark.django_db
 
@@ -162,3 +165,62 @@ def test_actions_need_a_csrf_token(owner, queue):
     strict.force_login(owner)
     assert strict.post(f"/jobs/{job_id}/cancel").status_code == 403
     assert Job.objects.get(id=job_id).state == "queued"
+
+
+def test_the_page_has_every_part_as_a_section_and_works_without_script(client, admin_user, queue):
+    make_job("01w", state="running")
+    make_run("r-w", "01w", state="running")
+    RunLog.objects.create(run_id="r-w", text="step 3 of 9\n", updated_at=at(4))
+    client.force_login(admin_user)
+    html = client.get("/jobs/01w").content.decode()
+    for section in ("details", "runs", "logs", "events", "yaml"):
+        assert f'<section id="{section}"' in html, section
+        assert f'href="#{section}"' in html, section
+    assert "step 3 of 9" in html and 'href="/runs/r-w/log.txt"' in html
+    # The run picker is a plain form to this page; the tabs are the panel's, not the page's.
+    assert '<form class="log-pick" method="get" action="/jobs/01w#logs">' in html
+    assert 'role="tablist"' not in html and "Open full page" not in html
+    assert "lookout/panel.css" in html and "lookout/job_parts.js" in html
+
+
+def test_runs_and_retries_read_as_the_decision_trail_counts_them(client, admin_user, queue):
+    """4 runs, 3 of them retried, under a limit of 5: not "Runs / retries used 4 / 4"."""
+    retried_job("01rr")
+    client.force_login(admin_user)
+    html = client.get("/jobs/01rr").content.decode()
+    assert "Runs 4 · Retries 3 of 5" in html
+    assert "4 / 4" not in html and "retries used" not in html.lower()
+
+
+def test_memory_grown_by_retries_is_the_amount_not_the_kind(client, admin_user, queue):
+    retried_job("01mm")
+    client.force_login(admin_user)
+    html = client.get("/jobs/01mm").content.decode()
+    assert '<dd class="memory-growth">256Mi → 864Mi (×3.375)</dd>' in html
+
+
+def test_the_page_shows_the_latest_events_and_links_to_all(client, admin_user, queue, monkeypatch):
+    make_job("01e1", state="running")
+    Event.objects.bulk_create(
+        Event(
+            created=at(i),
+            queue="demo",
+            job_set="set-1",
+            job_id="01e1",
+            type=EventType.RUNNING if i % 2 else EventType.PENDING,
+            payload={"node": f"node-{i}"},
+        )
+        for i in range(7)
+    )
+    monkeypatch.setattr("lookout.panel_parts.EVENTS_SHOWN", 3)
+    client.force_login(admin_user)
+    response = client.get("/jobs/01e1")
+    shown = [item["event"].payload["node"] for item in response.context["events"]]
+    assert shown == ["node-4", "node-5", "node-6"]  # the latest three, in order
+    html = response.content.decode()
+    assert "The last 3 of 7 events" in html and "?events=all" in html
+    every = client.get("/jobs/01e1", {"events": "all"})
+    assert [item["event"].payload["node"] for item in every.context["events"]] == [
+        f"node-{i}" for i in range(7)
+    ]
+    assert "The last" not in every.content.decode()
