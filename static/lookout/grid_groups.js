@@ -1,8 +1,9 @@
 /* The grouped jobs grid: expanding and collapsing group rows in place.
  *
  * A group row (tr.group-row, data-level = its depth, data-expanded) holds a toggle button
- * (aria-expanded, aria-controls naming the rows it shows) whose data-children-url answers the rows below the group (the next level's group rows, or job
- * rows ending with a "more" row). Expanding inserts them right after the group row;
+ * (aria-expanded, aria-controls naming the rows it shows) whose data-children-url answers
+ * the rows below the group (the next level's group rows, or job rows ending with a "more"
+ * row). Expanding inserts them right after the group row;
  * collapsing removes every row after it up to the next row whose data-level is the group's
  * or less (job rows carry no level: they go with the group above them). The expanded
  * groups are kept in the URL as repeated `expanded=<path JSON>` parameters, so a shared URL
@@ -170,8 +171,11 @@
     row.setAttribute("data-level", String(level));
     var cell = document.createElement("td");
     cell.colSpan = anchor.cells.length ? anchor.cells[0].colSpan : 1;
-    cell.setAttribute("role", "alert");
-    cell.textContent = message;
+    cell.className = "group-note-cell";
+    var text = document.createElement("span");
+    text.setAttribute("role", "alert");
+    text.textContent = message;
+    cell.appendChild(text);
     row.appendChild(cell);
     anchor.after(row);
     return row;
@@ -187,11 +191,13 @@
     fetchRows(toggle.getAttribute("data-children-url"))
       .then(function (answer) {
         if (!answer.ok) {
+          // Shown below the group (collapsing removes it); the URL does not keep it open.
           var message = answer.status === 400 ? answer.text : "The group could not be opened";
           errorRow(row, levelOf(row) + 1, message + " (" + answer.status + ")");
-        } else {
-          insertRows(row, answer.text);
+          setExpanded(row, true);
+          return;
         }
+        insertRows(row, answer.text);
         setExpanded(row, true);
         rememberOpen(row.getAttribute("data-group-path"));
         rowsChanged();
@@ -320,10 +326,13 @@
 
   document.addEventListener("keydown", onKey, true);
 
-  /* Rows the server rendered open (a shared URL) get their aria-controls. */
+  /* Rows the server rendered open (a shared URL) get their aria-controls, and so do rows
+   * swapped in again by others (a live update replaces a job row, without its id). */
   function nameAll() {
     document.querySelectorAll("tr.group-row[data-expanded='true']").forEach(nameChildren);
   }
+
+  document.addEventListener("lookout:rows-changed", nameAll);
 
   if (document.readyState === "loading") {
     document.addEventListener("DOMContentLoaded", nameAll);

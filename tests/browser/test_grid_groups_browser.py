@@ -17,6 +17,11 @@ from playwright.sync_api import expect
 
 from armada.services.queues import queue_create
 from tests.browser.axe import assert_accessible
+from tests.browser.test_grid_live_browser import (  # noqa: F401 - fixtures
+    LIVE_TIMEOUT,
+    asgi_server,
+    open_page,
+)
 from tests.browser.test_policies_browser import log_in, no_problems
 from tests.conftest import T0
 from tests.lookout.builders import make_job, make_run
@@ -100,8 +105,11 @@ def count_rows_changed(page) -> None:
     )
 
 
-def test_expand_collapse_and_page_through_groups(page, grouped, screenshot):
+def test_expand_collapse_and_page_through_groups(open_page, grouped, screenshot):  # noqa: F811
+    """On the ASGI server, as deployed: the live updates' stream is open beside the groups."""
+    page = open_page()
     log_in(page, VIEW)
+    expect(page.locator("#grid-live-status")).to_have_text("Live", timeout=LIVE_TIMEOUT)
     top = page.locator('tr.group-row[data-level="1"]')
     expect(top).to_have_count(3)
     # Largest first, each with its total and its jobs per state as text.
@@ -146,7 +154,9 @@ def test_expand_collapse_and_page_through_groups(page, grouped, screenshot):
     more = page.get_by_role("button", name="Show 25 more jobs of demo / train-big")
     expect(more).to_be_visible()
     controls = toggle(page, 2, "train-big").get_attribute("aria-controls").split()
-    assert len(controls) == 26 and all(page.locator(f"#{c}").count() == 1 for c in controls)
+    assert len(controls) == 26
+    for name in controls:
+        expect(page.locator(f"#{name}")).to_have_count(1)
     assert expanded_in_url(page) == [
         [["queue", "demo"]],
         [["queue", "demo"], ["job_set", "train-big"]],
@@ -206,7 +216,9 @@ def test_a_shared_url_reopens_its_groups(page, grouped):
     expect(toggle(page, 1, "demo")).to_have_attribute("aria-expanded", "false")
     # The rows the server rendered open are named by their toggles.
     controls = toggle(page, 2, "ablation").get_attribute("aria-controls").split()
-    assert len(controls) == 6 and all(page.locator(f"#{c}").count() == 1 for c in controls)
+    assert len(controls) == 6
+    for name in controls:
+        expect(page.locator(f"#{name}")).to_have_count(1)
     assert_accessible(page)
     # Collapsing a reopened group removes it, and what was open below it, from the URL.
     toggle(page, 1, "research").click()
@@ -224,3 +236,20 @@ def test_grouped_rows_fit_a_phone(page, grouped):
     assert width <= 375, width
     assert_accessible(page)
     no_problems(page)
+
+
+def test_a_group_that_cannot_be_opened_says_why(page, grouped):
+    log_in(page, VIEW)
+    demo = toggle(page, 1, "demo")
+    demo.evaluate(
+        "b => { b.dataset.childrenUrl = b.dataset.childrenUrl.replace('queue', 'state'); }"
+    )
+    demo.click()
+    alert = page.get_by_role("alert").filter(has_text="path: level 1 is")
+    expect(alert).to_contain_text("(400)")
+    assert expanded_in_url(page) == []
+    demo.click()
+    expect(alert).to_have_count(0)
+    expect(demo).to_have_attribute("aria-expanded", "false")
+    # The browser reports the refused request itself; nothing else went wrong.
+    assert [p for p in page.problems if "status of 400" not in p] == []

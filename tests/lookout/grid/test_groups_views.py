@@ -198,3 +198,15 @@ def test_groups_need_a_login(client, jobs):
     response = client.get("/groups?group=queue&path=%5B%5D")
     assert response.status_code == 302 and "/login" in response["Location"]
     assert client.post("/groups?group=queue&path=%5B%5D").status_code in (302, 405)
+
+
+def test_the_jobs_page_shows_the_top_level_in_the_grid(as_admin):
+    response = as_admin.get("/", {"group": "queue,job_set"})
+    assert response.status_code == 200
+    body = response.content.decode()
+    rows = body.split('<tbody id="job-rows">')[1].split("</tbody>")[0]
+    assert [r["path"] for r in group_rows(rows)] == [[["queue", "demo"]], [["queue", "other"]]]
+    assert "lookout/grid_groups.js" in body and "lookout/grid_groups.css" in body
+    refused = as_admin.get("/", {"group": "queue", "expanded": "[[1]]"})
+    assert refused.status_code == 400
+    assert "expanded: level 1 is not a [column, value] pair" in refused.content.decode()
