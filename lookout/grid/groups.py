@@ -223,7 +223,7 @@ def count_groups(qs: QuerySet[Job], key: str) -> tuple[list[GroupCount], int]:
         .annotate(g=_value_expression(key))
         .values("g")
         .annotate(total=Count("pk"), groups=Window(Count("*")), **by_state)
-        .order_by("-total", "g")
+        .order_by("-total", F("g").asc(nulls_last=True))
     )
     with _counting():
         rows = list(counted[:MAX_GROUPS])
