@@ -49,8 +49,9 @@ def runs_summary(job: Job, runs: list[Run]) -> RunsSummary:
     budget the trail itself shows."""
     limit = None
     for run in runs:
-        if (run.decision or {}).get("retryLimit") is not None:
-            limit = int(run.decision["retryLimit"])
+        value = (run.decision or {}).get("retryLimit")
+        if isinstance(value, int) and not isinstance(value, bool):
+            limit = value
             break
     return RunsSummary(runs=len(runs), retries=job.retry_count, limit=limit)
 
@@ -111,10 +112,10 @@ def memory_growth(job: Job, runs: list[Run]) -> MemoryGrowth | None:
 
 def resources(job: Job) -> list[tuple[str, str]]:
     """The job's requests as people write them, the standard resources first."""
-    requests = job.requests or {}
-    names = [r for r in STANDARD_RESOURCES if r in requests]
-    names += sorted(r for r in requests if r not in STANDARD_RESOURCES)
-    return [(name, format_quantity(int(requests[name]), name)) for name in names]
+    amounts = {name: _milli(value) for name, value in (job.requests or {}).items()}
+    names = [r for r in STANDARD_RESOURCES if amounts.get(r) is not None]
+    names += sorted(r for r in amounts if r not in STANDARD_RESOURCES and amounts[r] is not None)
+    return [(name, format_quantity(amounts[name], name)) for name in names]
 
 
 def run_is_active(run: Run) -> bool:

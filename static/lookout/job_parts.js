@@ -36,6 +36,7 @@
       url: root.dataset.followUrl,
       etag: root.dataset.etag || "",
       active: root.dataset.active === "1",
+      truncated: root.dataset.truncated === "1",
       text: pre.textContent,
       marks: [],
       current: -1,
@@ -105,7 +106,8 @@
     }
 
     function setText(text) {
-      const keep = state.stick;
+      // At the end (or hidden in a tab while it was at its end): stay at the end.
+      const keep = pre.clientHeight ? atBottom() : state.stick;
       state.text = text;
       render();
       if (keep) toBottom();
@@ -124,8 +126,15 @@
         if (state.active && follow.checked) text = "Following: new lines appear as the run writes them.";
         else if (state.active) text = "Follow is off.";
         else text = "The run has ended.";
+        if (state.truncated) text += " The start of this log was not kept: it shows the last part.";
       }
       if (status.textContent !== text) status.textContent = text;
+    }
+
+    function learn(response) {
+      state.etag = etagOf(response);
+      state.active = response.headers.get("X-Run-Active") === "1";
+      state.truncated = response.headers.get("X-Log-Truncated") === "1";
     }
 
     function schedule() {
@@ -146,7 +155,7 @@
           if (generation !== state.generation) return null;
           state.active = response.headers.get("X-Run-Active") === "1";
           if (response.status === 200) {
-            state.etag = etagOf(response);
+            learn(response);
             return response.text().then(function (text) {
               if (generation === state.generation) setText(text);
             });
@@ -185,11 +194,11 @@
               describe(message);
             });
           }
-          state.etag = etagOf(response);
-          state.active = response.headers.get("X-Run-Active") === "1";
+          learn(response);
           return response.text().then(function (text) {
             if (generation !== state.generation) return;
             setText(text);
+            toBottom();
             schedule();
           });
         })

@@ -204,6 +204,19 @@ def test_the_log_follows_a_running_job_wraps_searches_and_downloads(page, jobs, 
     panel.get_by_label("Search").fill("")
     expect(log.locator("mark")).to_have_count(0)
 
+    # Back at the end, the log follows again; a reader who scrolled up stays where they are.
+    log.evaluate("p => { p.scrollTop = p.scrollHeight; }")
+    many = "".join(f"step {i}\n" for i in range(300))
+    RunLog.objects.filter(run_id="run-live").update(text=many, updated_at=timezone.now())
+    expect(log).to_contain_text("step 299")
+    assert log.evaluate("p => p.scrollHeight - p.scrollTop - p.clientHeight") < 8
+    log.evaluate("p => { p.scrollTop = 0; }")
+    RunLog.objects.filter(run_id="run-live").update(
+        text=many + "step 300\n", updated_at=timezone.now()
+    )
+    expect(log).to_contain_text("step 300")
+    assert log.evaluate("p => p.scrollTop") == 0
+
     # Download.
     with page.expect_download() as download:
         panel.get_by_role("link", name="Download").click()

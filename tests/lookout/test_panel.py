@@ -242,3 +242,22 @@ def test_htmx_actions_answer_with_the_panel_and_the_result(client, owner, outsid
     assert "<html" not in response.content.decode()
     assert client.post("/jobs/nope/cancel", HTTP_HX_REQUEST="true").status_code == 404
     assert Job.objects.get(id="01d").state == "queued"
+
+
+def test_odd_stored_values_do_not_break_the_panel(client, admin_user, queue):
+    """Rows written by older versions or by hand: quantities as text, a limit that is not a
+    number, a memory kind without any bump recorded."""
+    make_job(
+        "01o",
+        state="failed",
+        requests={"cpu": "2", "memory": "not a quantity", "nvidia.com/gpu": 1000},
+        mutations={"memoryKind": "factor"},
+    )
+    make_run("r-o", "01o", state="failed", requests={}, decision={"retryLimit": "five"})
+    client.force_login(admin_user)
+    html = panel(client, "01o")
+    assert "Runs 1 · Retries 0<" in html
+    assert re.search(r"cpu</span> 2<", html) and re.search(r"nvidia.com/gpu</span> 1<", html)
+    assert "Memory grown by retries" not in html
+    for tab in ("runs", "yaml", "events", "logs"):
+        part(client, "01o", tab)
