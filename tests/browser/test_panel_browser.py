@@ -295,3 +295,35 @@ def test_at_phone_width_the_panel_covers_the_screen(page, jobs):
     page.keyboard.press("Escape")
     expect(panel).to_be_hidden()
     no_problems(page)
+
+
+def test_on_a_wide_screen_the_panel_is_a_column_whose_width_is_kept(page, jobs):
+    open_page(page, "/")
+    open_by_click(page, jobs["running"])
+    panel = the_panel(page)
+    grid = page.locator("#grid-wrap")  # the grid scrolls inside it
+    before = panel.bounding_box()
+    assert before is not None and before["x"] + before["width"] == 1280 and before["y"] == 0
+    # The grid's page gives the panel its room instead of lying under it.
+    main = page.locator("main").bounding_box()
+    assert main is not None and main["x"] + main["width"] <= before["x"] + 1
+    assert grid.bounding_box()["x"] + grid.bounding_box()["width"] <= before["x"] + 1
+    # Wider with the keyboard on its edge, narrower by dragging the edge.
+    edge = panel.get_by_role("separator", name="Width of the job details")
+    edge.focus()
+    page.keyboard.press("ArrowLeft")
+    expect(edge).to_have_attribute("aria-valuenow", str(round(before["width"]) + 32))
+    assert round(panel.bounding_box()["width"]) == round(before["width"]) + 32
+    x = panel.bounding_box()["x"]
+    page.mouse.move(x + 2, 400)
+    page.mouse.down()
+    page.mouse.move(x + 200, 400, steps=5)
+    page.mouse.up()
+    expect(edge).to_have_attribute("aria-valuenow", str(round(1280 - (x + 200))))
+    width = panel.bounding_box()["width"]
+    # The width is kept for the next job and the next visit.
+    page.reload()
+    expect(the_panel(page)).to_be_visible()
+    expect(the_panel(page).get_by_role("heading", name=re.compile(jobs["running"]))).to_be_visible()
+    assert the_panel(page).bounding_box()["width"] == width
+    no_problems(page)
