@@ -210,3 +210,28 @@ def test_the_jobs_page_shows_the_top_level_in_the_grid(as_admin):
     refused = as_admin.get("/", {"group": "queue", "expanded": "[[1]]"})
     assert refused.status_code == 400
     assert "expanded: level 1 is not a [column, value] pair" in refused.content.decode()
+
+
+HOSTILE = {
+    "nul": "%00",
+    "surrogate-utf8": "%ED%A0%80",
+    "invalid-utf8": "%FF%FEx",
+    "long-text": "x" * 100_000,
+    "deep-json": "%5B" * 5000,
+    "json-nul": quote('[["queue","a\\u0000b"]]'),
+    "json-surrogate": quote('[["queue","\\ud800"]]'),
+    "json-number": quote('[["queue",1e309]]'),
+    "json-object": quote('[{"queue":"demo"}]'),
+    "not-json": "nope",
+}
+
+
+@pytest.mark.parametrize("label", sorted(HOSTILE))
+def test_hostile_paths_and_open_groups_are_400s(as_admin, label):
+    value = HOSTILE[label]
+    for field, query in (("path", f"path={value}"), ("expanded", f"path=%5B%5D&expanded={value}")):
+        response = as_admin.get("/groups", QUERY_STRING=f"group=queue,job_set&{query}")
+        assert response.status_code == 400, (label, field)
+        assert f"{field}: " in response.content.decode(), (label, field)
+    page = as_admin.get("/", QUERY_STRING=f"group=queue&expanded={value}")
+    assert page.status_code == 400
