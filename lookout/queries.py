@@ -108,19 +108,35 @@ def job_event_count(*, job: Job) -> int:
 
 
 def decision_trail(run) -> list[tuple[str, str]] | None:
-    """A run's decision trail as (label, value) pairs for display; None when undecided."""
-    from armada.core.quantity import MEMORY, format_quantity
+    """A run's decision trail as (label, value) pairs for display; None when undecided.
 
+    Rules are numbered from 1 (the stored ``ruleIndex`` is 0-based, ``rules[4]`` is rule 5)
+    and memory reads as people write it, with how much it grew: ``256Mi → 864Mi (×3.375)``
+    for a factor, ``256Mi → 768Mi (+512Mi)`` for a static bump."""
+    from armada.core.quantity import MEMORY
+    from armada.core.quantity_text import growth, readable_quantity
+
+    # Only decisions reached through the policy's rules (``core.retry.decide`` steps 6 to 9)
+    # can say that no rule matched; the global cap or a gang decide before any rule is read.
+    rules_consulted = (
+        "retry",
+        "fail_rule",
+        "fail_default",
+        "fail_policy_limit",
+        "retry_unschedulable",
+    )
     trail = run.decision or {}
     if not trail:
         return None
-    rows: list[tuple[str, str]] = [("Decision", str(trail.get("decision", "")))]
+    label = str(trail.get("decision", ""))
+    rows: list[tuple[str, str]] = [("Decision", label)]
     if trail.get("policy"):
         version = trail.get("policyVersion")
         rows.append(("Policy", f"{trail['policy']}" + (f" (version {version})" if version else "")))
-    if trail.get("ruleIndex") is not None:
-        rows.append(("Matched rule", f"rule {int(trail['ruleIndex']) + 1}"))
-    elif trail.get("policy"):
+    index = trail.get("ruleIndex")
+    if isinstance(index, int) and not isinstance(index, bool):
+        rows.append(("Matched rule", f"rule {index + 1}"))
+    elif trail.get("policy") and label in rules_consulted:
         rows.append(("Matched rule", "none (default action)"))
     if trail.get("retryLimit") is not None:
         rows.append(("Budget", f"{trail.get('retriesUsed', 0)} of {trail['retryLimit']} used"))
@@ -129,17 +145,13 @@ def decision_trail(run) -> list[tuple[str, str]] | None:
     mutation = trail.get("mutation") or {}
     memory = mutation.get("memory")
     if memory:
-
-        def shown(value) -> str:
-            return format_quantity(int(value), MEMORY) if isinstance(value, int) else str(value)
-
-        rows.append(
-            (
-                "Memory",
-                f"{shown(memory.get('before'))} → {shown(memory.get('after'))}"
-                + (f" ({memory['kind']})" if memory.get("kind") else ""),
-            )
-        )
+        before, after = memory.get("before"), memory.get("after")
+        if isinstance(before, int) and isinstance(after, int):
+            text = f"{readable_quantity(before, MEMORY)} → {readable_quantity(after, MEMORY)}"
+            change = growth(before, after, str(memory.get("kind", "")))
+            rows.append(("Memory", text + (f" ({change})" if change else "")))
+        else:
+            rows.append(("Memory", f"{before} → {after}"))
     if mutation.get("memorySkipped"):
         rows.append(("Memory bump skipped", str(mutation["memorySkipped"])))
     if "avoidNodes" in mutation:

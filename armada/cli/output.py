@@ -9,6 +9,8 @@ from typing import Any
 
 import yaml
 
+from armada.core.quantity_text import readable_quantity
+
 OUTPUT_FORMATS = ("table", "yaml", "json")
 DOCUMENT_FORMATS = ("yaml", "json")  # for one document: a retry policy, a job with its runs
 
@@ -182,6 +184,21 @@ def render_executors(executors: Sequence[Mapping[str, Any]], fmt: str) -> str:
 NODE_HEADERS = ("NODE", "POOL", "UNSCHEDULABLE", "ALLOCATABLE", "LABELS")
 
 
+def resources_cell(values: Any) -> str:
+    """Resources as people write them, ``cpu=4,memory=8Gi``: the API gives a node's
+    allocatable in milli-units (1000 = one cpu, one byte or one device); a value that is
+    already a quantity string is shown as it is."""
+    if not isinstance(values, Mapping):
+        return cell(values)
+    shown = {
+        name: readable_quantity(amount, str(name))
+        if isinstance(amount, int) and not isinstance(amount, bool)
+        else amount
+        for name, amount in values.items()
+    }
+    return cell(shown)
+
+
 def render_executor(executor: Mapping[str, Any], fmt: str) -> str:
     """The executor's row, a blank line, then one row per node."""
     if fmt != "table":
@@ -192,7 +209,7 @@ def render_executor(executor: Mapping[str, Any], fmt: str) -> str:
             cell(n.get("name")),
             cell(n.get("pool")),
             cell(n.get("unschedulable")),
-            cell(n.get("allocatable")),
+            resources_cell(n.get("allocatable")),
             cell(n.get("labels")),
         ]
         for n in nodes

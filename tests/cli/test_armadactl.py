@@ -1159,7 +1159,12 @@ JOB_WITH_RUNS = {
             "failureSubcategory": "oom",
             "hint": "raise the memory request",
             "retryable": True,
-            "decision": {"action": "Retry", "policy": "oom", "rule": 0},
+            "decision": {
+                "decision": "retry",
+                "policy": "oom",
+                "rule": 1,
+                "mutation": {"memory": {"kind": "factor", "before": "256Mi", "after": "384Mi"}},
+            },
         },
         {"id": "01jrun0002", "state": "running", "node": "node-3", "exitCode": None},
     ],
@@ -1175,6 +1180,7 @@ def test_get_job_yaml_by_default_and_json(
     assert yaml.safe_load(out) == JOB_WITH_RUNS
     assert out.startswith("id: 01jjob0001\nqueue: q1\n")  # the server's key order
     assert "  failureCategory: resources\n" in out
+    assert "      before: 256Mi\n" in out and "    rule: 1\n" in out
     code, out, _ = run(capsys, "--url", fake_armada.url, "get", "job", "01jjob0001", "-o", "json")
     assert code == 0
     assert json.loads(out) == JOB_WITH_RUNS

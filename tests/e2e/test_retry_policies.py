@@ -10,7 +10,6 @@ import pytest
 
 pytestmark = [pytest.mark.e2e]
 FAKE = "fake.armadaproject.io/"
-GIB = 2**30 * 1000
 
 CATEGORIES = {
     "enabled": True,
@@ -175,7 +174,7 @@ def test_policy_scenarios_side_by_side(launch):
     runs = results[oom]["runs"]
     assert [r["decision"]["decision"] for r in runs] == ["retry", "retry", "fail_policy_limit"]
     memory = [r["decision"]["mutation"].get("memory", {}).get("after") for r in runs[:2]]
-    assert memory == [int(1.5 * GIB), int(2.25 * GIB)]
+    assert memory == ["1.5Gi", "2.25Gi"]
     assert results[oom]["podSpec"]["containers"][0]["resources"]["limits"]["memory"] != "1Gi"
     assert results[oom]["terminalReason"] == "Retry policy: policy retry limit exceeded (2/2)"
     assert [e["retryable"] for e in failed_events(system, "scenarios", oom)] == [True, True, False]

@@ -1,8 +1,9 @@
 """Output shapes of the API (inputs are validated by the core, which names every field), one
-module per resource: ``queues``, ``jobs`` (submit, jobs and runs), ``job_actions`` (cancel,
-preempt, reprioritize), ``scheduling``, ``policies`` (retry policies), ``executors``, and the
-``errors`` every response may carry; ``fields`` holds the core's patterns they share. The
-names are importable from here; component names in the schema are the class names.
+module per resource: ``queues``, ``jobs`` (submit, jobs and runs), ``trails`` (a run's
+decision trail), ``job_actions`` (cancel, preempt, reprioritize), ``scheduling``,
+``policies`` (retry policies), ``executors``, and the ``errors`` every response may carry;
+``fields`` holds the core's patterns they share. The names are importable from here;
+component names in the schema are the class names.
 """
 
 from __future__ import annotations
@@ -64,6 +65,11 @@ from armada.api.serializers.scheduling import (
     PendingReasonSerializer,
     RoundSummarySerializer,
 )
+from armada.api.serializers.trails import (
+    DecisionTrailSerializer,
+    MemoryChangeSerializer,
+    TrailMutationSerializer,
+)
 
 __all__ = [
     "AffinitySerializer",
@@ -71,6 +77,7 @@ __all__ = [
     "CancelSerializer",
     "ContainerResourcesSerializer",
     "ContainerSerializer",
+    "DecisionTrailSerializer",
     "ErrorSerializer",
     "ExecutorDetailSerializer",
     "ExecutorSerializer",
@@ -84,6 +91,7 @@ __all__ = [
     "JobSummarySerializer",
     "LABEL_PATTERN",
     "MemoryBumpSerializer",
+    "MemoryChangeSerializer",
     "MutateResourcesSerializer",
     "MutateSerializer",
     "NodeSerializer",
@@ -107,4 +115,5 @@ __all__ = [
     "StateCountsSerializer",
     "SubjectSerializer",
     "SubmitResultSerializer",
+    "TrailMutationSerializer",
 ]

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from armada.api.serializers.fields import QUANTITY_PATTERN, label_field
-from armada.core.quantity import Resources
+from armada.api.serializers.trails import DecisionTrailSerializer, trail_data
+from armada.core.quantity_text import readable_resources
 from armada.core.submission import MAX_CLIENT_ID_LENGTH, MAX_JOB_SET_LENGTH, MAX_PRIORITY
 from armada.models import Job, Run
 
@@ -66,6 +68,12 @@ class SubmitResultSerializer(serializers.Serializer):
     jobIds = serializers.ListField(child=serializers.CharField())
 
 
+REQUESTS = serializers.DictField(
+    child=serializers.CharField(),
+    help_text="per resource, a Kubernetes quantity such as 500m (cpu) or 1.5Gi (memory)",
+)
+
+
 class RunSerializer(serializers.ModelSerializer):
     leasedAt = serializers.DateTimeField(source="leased_at")
     pendingAt = serializers.DateTimeField(source="pending_at", allow_null=True)
@@ -75,6 +83,10 @@ class RunSerializer(serializers.ModelSerializer):
     podName = serializers.CharField(source="pod_name")
     failureCategory = serializers.CharField(source="failure_category")
     failureSubcategory = serializers.CharField(source="failure_subcategory")
+    requests = serializers.SerializerMethodField(
+        help_text="what this attempt's pod asked for (a memory bump shows here)"
+    )
+    decision = serializers.SerializerMethodField()
 
     class Meta:
         model = Run
@@ -85,6 +97,7 @@ class RunSerializer(serializers.ModelSerializer):
             "pool",
             "state",
             "podName",
+            "requests",
             "leasedAt",
             "pendingAt",
             "runningAt",
@@ -99,6 +112,14 @@ class RunSerializer(serializers.ModelSerializer):
             "decision",
         ]
         read_only_fields = fields
+
+    @extend_schema_field(REQUESTS)
+    def get_requests(self, run: Run) -> dict[str, str]:
+        return readable_resources(run.requests or {})
+
+    @extend_schema_field(DecisionTrailSerializer)
+    def get_decision(self, run: Run) -> dict[str, Any]:
+        return trail_data(run.decision)
 
 
 class JobSerializer(serializers.ModelSerializer):
@@ -160,8 +181,9 @@ class JobSerializer(serializers.ModelSerializer):
             return None
         return {**found, "at": found["at"].isoformat()}
 
-    def get_requests(self, job: Job) -> dict[str, Any]:
-        return Resources(job.requests).to_strings()
+    @extend_schema_field(REQUESTS)
+    def get_requests(self, job: Job) -> dict[str, str]:
+        return readable_resources(job.requests or {})
 
 
 class RunLogSerializer(serializers.Serializer):
