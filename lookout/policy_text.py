@@ -1,10 +1,15 @@
-"""A retry policy as text: the YAML shown in the editor, errors placed on its lines, diffs.
+"""A retry policy as text: the YAML shown in the editor, errors placed on its lines, diffs,
+and its rules in words.
 
 The editor shows a policy as the YAML of its stored document (``document_yaml``); comments
 typed into the editor are not kept, because a policy is stored as data. When the core
 rejects a document, each error names a field path (``rules[1].mutate.resources.memory``);
 :func:`field_line` finds the line of that field in the text the user typed by walking the
 YAML node tree (``yaml.compose``), whose nodes remember where they start.
+
+Rules are numbered from 1 wherever a sentence names one ("rule 2"), as the decision trail
+and the rule tester number them; a field path keeps the document's 0-based index
+(``rules[1]`` is rule 2).
 """
 
 from __future__ import annotations
@@ -18,9 +23,14 @@ import yaml
 
 from armada.core.errors import FieldError
 from armada.core.policy import DOCUMENT_KEY_ORDER
+from armada.core.quantity import MEMORY, parse_quantity
+from armada.core.quantity_text import readable_quantity
+from armada.models import RetryPolicyVersion
+from armada.services.errors import NotFound
 from armada.web.documents import DocumentError, read_document
 
 _TOKEN = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+_RULE_FIELD = re.compile(r"^rules\[(\d+)\]")
 # The order of the file form (``core.policy.policy_document``). Stored documents do not keep
 # their key order (PostgreSQL's jsonb sorts keys), so the YAML is put back in this order;
 # keys not listed follow in alphabetical order.
@@ -36,8 +46,14 @@ class TextError:
     message: str
     line: int | None = None
 
+    @property
+    def rule(self) -> int | None:
+        """The rule the field is in, numbered from 1 (``rules[2].action`` is rule 3)."""
+        found = _RULE_FIELD.match(self.field)
+        return int(found.group(1)) + 1 if found else None
+
     def as_json(self) -> dict[str, Any]:
-        return {"field": self.field, "message": self.message, "line": self.line}
+        return {"field": self.field, "message": self.message, "line": self.line, "rule": self.rule}
 
 
 class YAMLTextError(Exception):
@@ -159,4 +175,78 @@ def unified_diff(old: str, new: str, *, old_label: str, new_label: str) -> list[
         else:
             kind = "same"
         out.append(DiffLine(kind, line))
+    return out
+
+
+def diff_context(versions: list[RetryPolicyVersion], chosen: int | None) -> dict[str, Any]:
+    """The diff of version ``chosen`` (default: the newest) against the version before it,
+    for the policy page (``versions`` newest first). Raises NotFound for a version the
+    policy never had."""
+    if not versions:
+        return {}
+    by_number = {v.version: v for v in versions}
+    current = by_number.get(chosen) if chosen is not None else versions[0]
+    if current is None:
+        raise NotFound(f"this policy has no version {chosen}")
+    earlier = [v for v in versions if v.version < current.version]
+    previous = earlier[0] if earlier else None
+    context: dict[str, Any] = {"diff_version": current, "diff_previous": previous}
+    if previous is not None:
+        context["diff"] = unified_diff(
+            document_yaml(previous.document),
+            document_yaml(current.document),
+            old_label=f"version {previous.version}",
+            new_label=f"version {current.version}",
+        )
+    else:
+        context["diff_yaml"] = document_yaml(current.document)
+    return context
+
+
+@dataclass(frozen=True)
+class RuleText:
+    """One rule of a stored policy for the policy page: its number (from 1), what it
+    matches, its action and, for a Retry rule, what the retry changes."""
+
+    number: int
+    action: str
+    matches: str
+    mutation: list[str]
+
+
+def _mutation_words(mutate: Any) -> list[str]:
+    if not isinstance(mutate, dict):
+        return []
+    out = []
+    if (mutate.get("affinity") or {}).get("avoidSameNode"):
+        out.append("avoid the nodes earlier runs used")
+    memory = (mutate.get("resources") or {}).get("memory") or {}
+    if memory.get("factor") is not None:
+        out.append(f"memory × {memory['factor']:g}")
+    elif memory.get("static") is not None:
+        try:
+            amount = readable_quantity(parse_quantity(memory["static"]), MEMORY)
+        except ValueError:
+            amount = str(memory["static"])
+        out.append(f"memory + {amount}")
+    return out
+
+
+def rules_text(rules: Any) -> list[RuleText]:
+    """The stored rules, in order and numbered from 1, as the policy page lists them. A
+    rule stored before the format tightened is shown as far as it can be read."""
+    out = []
+    for number, rule in enumerate(rules if isinstance(rules, list) else [], start=1):
+        rule = rule if isinstance(rule, dict) else {}
+        category = str(rule.get("onCategory", ""))
+        sub = rule.get("onSubcategory")
+        matches = f"category {category}" + (f", subcategory {sub}" if sub else "")
+        out.append(
+            RuleText(
+                number=number,
+                action=str(rule.get("action", "")),
+                matches=matches,
+                mutation=_mutation_words(rule.get("mutate")),
+            )
+        )
     return out

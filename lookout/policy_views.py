@@ -1,10 +1,12 @@
-"""Lookout pages for retry policies: list, detail (YAML, queues, history, diff, rule tester),
-create, edit, validate (JSON, for the editor's Validate button), attach and detach.
+"""Lookout pages for retry policies: list (find by name, keyset pages), detail (YAML, rules,
+queues, history, diff, rule tester), create, edit, validate (JSON, for the editor's Validate
+button), attach, detach and delete.
 
 Views are thin: reads and writes go through ``armada.services.policies`` (which checks every
-permission through ``services.authz``); presentation helpers live in ``lookout.policy_text``
-and the rule tester in ``lookout.tester``. Reading needs a login and the policy read
-permission; a person without it gets 403, an anonymous one the login page.
+permission through ``services.authz``); presentation helpers live in ``lookout.policy_text``,
+the list pages' paging in ``lookout.lists`` and the rule tester in ``lookout.tester`` and
+``lookout.policy_tester``. Reading needs a login and the policy read permission; a person
+without it gets 403, an anonymous one the login page.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
@@ -22,23 +25,31 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from armada.core.policy import API_VERSION, KIND
-from armada.models import RetryPolicy, RetryPolicyVersion
+from armada.models import RetryPolicy
 from armada.services import policies as policy_services
 from armada.services.authz import has_global
-from armada.services.errors import Conflict, NotFound, PermissionDenied, ValidationFailed
+from armada.services.errors import (
+    Conflict,
+    FailedPrecondition,
+    NotFound,
+    PermissionDenied,
+    ValidationFailed,
+)
 from armada.services.queues import queue_list
 from armada.web.inputs import checks_own_text, whole_number
-from lookout.forms import AttachForm, TesterForm
+from lookout.forms import AttachForm
+from lookout.lists import Find, list_response, name_page
+from lookout.policy_tester import tester_context
 from lookout.policy_text import (
     TextError,
     YAMLTextError,
+    diff_context,
     document_yaml,
     field_line,
     load_yaml,
     locate,
-    unified_diff,
+    rules_text,
 )
-from lookout.tester import Outcome, categorize, evaluate, executor_ids, failure_of_run
 
 NEW_POLICY_TEMPLATE = f"""apiVersion: {API_VERSION}
 kind: {KIND}
@@ -85,6 +96,7 @@ def _can(request: HttpRequest) -> dict[str, bool]:
     return {
         "can_create": has_global(user, "create_retry_policy"),
         "can_edit": has_global(user, "update_retry_policy"),
+        "can_delete": has_global(user, "delete_retry_policy"),
         "can_attach": has_global(user, "create_queue"),
     }
 
@@ -92,79 +104,16 @@ def _can(request: HttpRequest) -> dict[str, bool]:
 @require_GET
 @policy_reader
 def policy_list(request: HttpRequest) -> HttpResponse:
+    """Policies by name, a page at a time, with ``?q=`` to find one by name."""
+    page = name_page(RetryPolicy.objects.all(), Find.from_query(request.GET))
     users = policy_services.queues_by_policy()
     rows = [
         {"policy": p, "rules": len(p.rules or []), "queues": users.get(p.name, [])}
-        for p in policy_services.policy_list()
+        for p in page.items
     ]
-    return render(request, "lookout/policies.html", {"rows": rows, **_can(request)})
-
-
-def _diff_context(versions: list[RetryPolicyVersion], chosen: int | None) -> dict[str, Any]:
-    """The diff of version ``chosen`` (default: the newest) against the version before it."""
-    if not versions:
-        return {}
-    by_number = {v.version: v for v in versions}
-    current = by_number.get(chosen) if chosen is not None else versions[0]
-    if current is None:
-        raise NotFound(f"this policy has no version {chosen}")
-    earlier = [v for v in versions if v.version < current.version]
-    previous = earlier[0] if earlier else None
-    context: dict[str, Any] = {"diff_version": current, "diff_previous": previous}
-    if previous is not None:
-        context["diff"] = unified_diff(
-            document_yaml(previous.document),
-            document_yaml(current.document),
-            old_label=f"version {previous.version}",
-            new_label=f"version {current.version}",
-        )
-    else:
-        context["diff_yaml"] = document_yaml(current.document)
-    return context
-
-
-def _tester(request: HttpRequest, policy: RetryPolicy) -> dict[str, Any]:
-    """The tester's form and, when it was submitted and is valid, its outcome."""
-    executors = executor_ids()
-    if "test" not in request.GET:
-        return {"tester": TesterForm(executors=executors)}
-    form = TesterForm(request.GET, executors=executors)
-    outcome: Outcome | None = None
-    if form.is_valid():
-        try:
-            outcome = _evaluate(request, form, policy)
-        except ValidationFailed as exc:
-            for error in exc.errors:
-                target = error.field if error.field in form.fields else None
-                form.add_error(target, error.message)
-        except PermissionDenied as exc:
-            form.add_error("run", str(exc))
-        except NotFound as exc:
-            form.add_error("run", str(exc))
-    return {"tester": form, "outcome": outcome}
-
-
-def _evaluate(request: HttpRequest, form: TesterForm, policy: RetryPolicy) -> Outcome:
-    run_id = form.cleaned_data.get("run")
-    if run_id:
-        failure, run = failure_of_run(actor=request.user, run_id=run_id)
-        return evaluate(
-            policy=policy,
-            failure=failure,
-            source=f"run {run.id} of job {run.job_id} (queue {run.job.queue_id})",
-            recorded=run.decision or None,
-        )
-    signals = form.signals()
-    if signals is None:
-        data = form.cleaned_data
-        failure = form.failure(data["category"], data.get("subcategory") or "")
-        return evaluate(policy=policy, failure=failure, source="the failure typed in")
-    labels = categorize(signals)
-    return evaluate(
-        policy=policy,
-        failure=form.failure(labels.category, labels.subcategory),
-        source=f"the failure typed in, labelled by executor {signals.executor}",
-        categorization=labels,
+    context = {"rows": rows, "page": page, **_can(request)}
+    return list_response(
+        request, "lookout/policies.html", "lookout/_policies_results.html", context
     )
 
 
@@ -184,11 +133,12 @@ def policy_detail(request: HttpRequest, name: str) -> HttpResponse:
     context = {
         "policy": policy,
         "yaml": document_yaml(policy_services.policy_file(policy)),
+        "rules": rules_text(policy.rules),
         "queues": using,
         "versions": versions,
         "attach": AttachForm(queues=attachable),
-        **_diff_context(versions, chosen),
-        **_tester(request, policy),
+        **diff_context(versions, chosen),
+        **tester_context(request.GET, actor=request.user, policy=policy),
         **_can(request),
     }
     return render(request, "lookout/policy.html", context)
@@ -341,3 +291,35 @@ def policy_attach(request: HttpRequest, name: str) -> HttpResponse:
 @policy_reader
 def policy_detach(request: HttpRequest, name: str) -> HttpResponse:
     return _queue_action(request, name, "detach")
+
+
+@require_http_methods(["GET", "POST"])
+@policy_reader
+def policy_delete(request: HttpRequest, name: str) -> HttpResponse:
+    """GET asks for a confirmation that says which queues use the policy; POST deletes it,
+    as the API does: refused (409, naming the queues) while any queue names it, and 403
+    without ``delete_retry_policy``."""
+    policy = policy_services.policy_get(name=name)
+    if not has_global(request.user, "delete_retry_policy"):
+        raise PermissionDenied(
+            "deleting retry policies needs the global 'delete_retry_policy' permission"
+        )
+    refusal = ""
+    if request.method == "POST":
+        try:
+            policy_services.policy_delete(actor=request.user, name=policy.name)
+        except FailedPrecondition as exc:
+            refusal = str(exc)
+        else:
+            messages.success(
+                request,
+                f"Deleted retry policy {policy.name}; its saved versions stay in the admin.",
+            )
+            return redirect("lookout:policies")
+    context = {
+        "policy": policy,
+        "queues": policy_services.queues_using(policy.name),
+        "is_default": settings.ARMADA.scheduling.retry_policy.default_policy_name == policy.name,
+        "refusal": refusal,
+    }
+    return render(request, "lookout/policy_delete.html", context, status=409 if refusal else 200)

@@ -26,8 +26,18 @@ from armada.core.categorizer import (
     FailureSignals,
 )
 from armada.core.policy import MAX_RETRY_LIMIT, Mutation, Rule
-from armada.core.quantity import MEMORY, format_quantity
-from armada.core.retry import Decision, Failure, RetrySettings, decide
+from armada.core.quantity import MEMORY
+from armada.core.quantity_text import readable_quantity
+from armada.core.retry import (
+    LABEL_FAIL_DEFAULT,
+    LABEL_FAIL_POLICY_LIMIT,
+    LABEL_FAIL_RULE,
+    LABEL_RETRY,
+    Decision,
+    Failure,
+    RetrySettings,
+    decide,
+)
 from armada.core.states import RunState
 from armada.models import RetryPolicy, Run
 from armada.services.errors import ValidationFailed
@@ -37,6 +47,8 @@ from armada.services.policies import policy_spec
 
 CONDITIONS = ("OOMKilled", "Evicted", "DeadlineExceeded")
 GENUINE_FAILURES = (RunState.FAILED, RunState.LEASE_EXPIRED)
+# Verdicts reached by reading the policy's rules; the global cap decides before any rule.
+RULES_READ = (LABEL_RETRY, LABEL_FAIL_RULE, LABEL_FAIL_DEFAULT, LABEL_FAIL_POLICY_LIMIT)
 
 
 @dataclass(frozen=True)
@@ -61,12 +73,22 @@ class Outcome:
     verdict: str  # "Retry" or "Fail"
     # False when a check before the policy decided (gang, failFast, a never-retried failure).
     by_policy: bool = True
+    # True when the policy's rules were read (so "no rule matched" means something).
+    rules_read: bool = True
     rule: Rule | None = None
+    # Rules are numbered from 1 for people: ``rules[2]`` is rule 3.
     rule_number: int | None = None
     mutation: list[str] = field(default_factory=list)
     categorization: Categorization | None = None
     recorded: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def recorded_rule(self) -> int | None:
+        """The rule the recorded decision matched, numbered from 1 (the stored trail keeps
+        the 0-based ``ruleIndex``)."""
+        index = (self.recorded or {}).get("ruleIndex")
+        return index + 1 if isinstance(index, int) and not isinstance(index, bool) else None
 
 
 def executor_ids() -> list[str]:
@@ -137,7 +159,7 @@ def describe_mutation(mutation: Mutation | None) -> list[str]:
     if bump is not None and bump.factor is not None:
         out.append(f"memory × {bump.factor:g} (every container)")
     elif bump is not None:
-        out.append(f"memory + {format_quantity(bump.static or 0, MEMORY)} (first container)")
+        out.append(f"memory + {readable_quantity(bump.static or 0, MEMORY)} (first container)")
     return out
 
 
@@ -201,6 +223,7 @@ def evaluate(
         decision=decision,
         verdict="Retry" if decision.retry else "Fail",
         by_policy=bool(decision.label),
+        rules_read=decision.label in RULES_READ,
         rule=rule,
         rule_number=decision.rule_index + 1 if decision.rule_index is not None else None,
         mutation=describe_mutation(decision.mutation),

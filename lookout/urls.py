@@ -28,4 +28,5 @@ urlpatterns = [
     path("policies/<str:name>/edit", policy_views.policy_edit, name="policy-edit"),
     path("policies/<str:name>/attach", policy_views.policy_attach, name="policy-attach"),
     path("policies/<str:name>/detach", policy_views.policy_detach, name="policy-detach"),
+    path("policies/<str:name>/delete", policy_views.policy_delete, name="policy-delete"),
 ]

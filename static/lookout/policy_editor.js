@@ -1,7 +1,7 @@
 // The retry-policy editor: line numbers beside the YAML, a Validate button that asks the
 // server to check the document without saving it, and error entries that move the cursor
-// to the line they are about. The page works without this file: Save validates on the
-// server and shows the same errors.
+// to the line they are about (and name the rule, numbered from 1, that a field is in). The
+// page works without this file: Save validates on the server and shows the same errors.
 (function () {
   "use strict";
 
@@ -88,7 +88,15 @@
       if (error.field) {
         const code = document.createElement("code");
         code.textContent = error.field;
-        item.append(code, ": ");
+        item.append(code);
+        if (error.rule) {
+          // rules[2] is the document's path; a sentence numbers rules from 1: rule 3.
+          const rule = document.createElement("span");
+          rule.className = "rule-ref";
+          rule.textContent = "(rule " + error.rule + ")";
+          item.append(" ", rule);
+        }
+        item.append(": ");
       }
       item.append(error.message);
       list.append(item);

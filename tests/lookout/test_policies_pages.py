@@ -154,6 +154,12 @@ def test_the_list_shows_version_rules_queues_and_who_changed_it(admin_user, poli
     html = response.content.decode()
     assert 'href="/policies/ml/"' in html and "root" in html and "New policy" in html
     assert 'href="/policies/"' in client.get("/").content.decode()  # in the navigation
+    # The limit, the default action and the queues (links to them) are columns of their own.
+    headers = ["Name", "Retry limit", "Default action", "Rules", "Queues using it", "Version"]
+    for header in [*headers, "Updated"]:
+        assert f">{header}</th>" in html, header
+    assert '<td class="num">3</td>' in html and 'class="action action-fail">Fail<' in html
+    assert '<a href="/queues/demo/">demo</a>' in html
 
 
 def test_the_detail_page_shows_the_yaml_the_queues_and_the_first_version(admin_user, policy, queue):
