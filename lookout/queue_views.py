@@ -1,9 +1,10 @@
-"""Lookout's queue pages: every queue the viewer may watch with its priority factor, current
-and fair share, jobs per state and retry policies; one queue's page; cordon and uncordon.
+"""Lookout's queue pages: the queues the viewer may watch, found by name and a page at a time,
+with their priority factor, current and fair share, jobs per state and retry policies; one
+queue's page; cordon and uncordon.
 
-Shares come from ``armada.services.queue_shares``; cordoning goes through
-``armada.services.queues.queue_set_cordoned`` (which needs the global ``cordon_queue``
-permission and refuses otherwise: 403 here).
+Shares come from ``armada.services.queue_shares``; paging and finding by name from
+``lookout.lists``; cordoning goes through ``armada.services.queues.queue_set_cordoned``
+(which needs the global ``cordon_queue`` permission and refuses otherwise: 403 here).
 """
 
 from __future__ import annotations
@@ -11,25 +12,30 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
+from armada.core.quantity_text import readable_resources
 from armada.core.states import JobState
 from armada.models import Queue
-from armada.services.authz import can_on_queue, has_global
+from armada.services.authz import can_on_queue, has_global, watchable_queues
 from armada.services.errors import NotFound, PermissionDenied
 from armada.services.queue_shares import queue_shares
 from armada.services.queues import queue_set_cordoned
+from lookout.lists import Find, list_response, name_page
 from lookout.views import forbidden
 
 STATES = [s.value for s in JobState]
 
 
-def _visible(request: HttpRequest) -> list[Queue]:
-    return [q for q in Queue.objects.order_by("name") if can_on_queue(request.user, q, "watch")]
+def _visible(request: HttpRequest) -> QuerySet[Queue]:
+    """The queues the viewer may watch (all of them with ``watch_all_events``)."""
+    names = watchable_queues(request.user)
+    return Queue.objects.all() if names is None else Queue.objects.filter(name__in=names)
 
 
 def _pool(request: HttpRequest) -> tuple[str, list[str]]:
@@ -40,21 +46,22 @@ def _pool(request: HttpRequest) -> tuple[str, list[str]]:
 
 @login_required
 def queue_list(request: HttpRequest) -> HttpResponse:
+    """The queues the viewer may watch by name, a page at a time, ``?q=`` finding by name;
+    shares and job counts are read for the page's queues only."""
     pool, pools = _pool(request)
-    shares = queue_shares(now=timezone.now(), queues=_visible(request), pool=pool or None)
+    page = name_page(_visible(request), Find.from_query(request.GET), extra={"pool": pool})
+    shares = queue_shares(now=timezone.now(), queues=page.items, pool=pool or None)
     for share in shares:
         share.state_counts = [(s, share.jobs_by_state.get(s, 0)) for s in STATES]
-    return render(
-        request,
-        "lookout/queues.html",
-        {
-            "shares": shares,
-            "states": STATES,
-            "pool": pool,
-            "pools": pools,
-            "can_cordon": has_global(request.user, "cordon_queue"),
-        },
-    )
+    context = {
+        "shares": shares,
+        "page": page,
+        "states": STATES,
+        "pool": pool,
+        "pools": pools,
+        "can_cordon": has_global(request.user, "cordon_queue"),
+    }
+    return list_response(request, "lookout/queues.html", "lookout/_queues_results.html", context)
 
 
 @login_required
@@ -75,6 +82,7 @@ def queue_detail(request: HttpRequest, name: str) -> HttpResponse:
         {
             "queue": queue,
             "share": share,
+            "requested": readable_resources(share.allocated),
             "pool": pool,
             "pools": pools,
             "can_cordon": has_global(request.user, "cordon_queue"),

@@ -91,3 +91,79 @@ def test_pages_need_a_login(client, queue):
     assert client.get("/queues/").status_code == 302
     assert client.post("/queues/demo/cordon", {"cordon": "1"}).status_code == 302
     assert not Queue.objects.get(name="demo").cordoned
+
+
+def test_queue_page_shows_what_active_runs_ask_for_as_quantities(client, queues, admin_user):
+    client.force_login(admin_user)
+    html = client.get("/queues/demo/").content.decode()
+    assert "<dt>cpu</dt><dd>5</dd><dt>memory</dt><dd>4Gi</dd>" in html
+    assert "milli" not in html and str(4 * GI) not in html
+
+
+# --- finding a queue, pages of queues ---------------------------------------------------------
+
+
+def make_queues(count: int) -> list[str]:
+    names = [f"team-{n:03d}" for n in range(count)]
+    Queue.objects.bulk_create(
+        Queue(name=name, owners=["olive"] if n % 3 == 0 else [], created_at=T0, updated_at=T0)
+        for n, name in enumerate(names)
+    )
+    return names
+
+
+def shown(response) -> list[str]:
+    return [s.queue.name for s in response.context["shares"]]
+
+
+def test_300_queues_come_a_page_at_a_time_at_the_same_cost(client, admin_user):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    names = make_queues(300)
+    client.force_login(admin_user)
+    with CaptureQueriesContext(connection) as first:
+        response = client.get("/queues/")
+    assert shown(response) == names[:50] and response.context["page"].total == 300
+    assert "300 queues; showing team-000 to team-049" in response.content.decode()
+    seen, url = [], "/queues/"
+    while url:
+        with CaptureQueriesContext(connection) as queries:
+            response = client.get(url)
+        assert len(queries) <= len(first) + 1
+        seen += shown(response)
+        url = response.context["page"].next_url and "/queues/" + response.context["page"].next_url
+    assert seen == names
+    back = client.get("/queues/" + response.context["page"].previous_url)
+    assert shown(back) == names[200:250]
+
+
+def test_find_a_queue_by_name(client, admin_user, owner):
+    make_queues(300)
+    client.force_login(admin_user)
+    response = client.get("/queues/", {"q": "TEAM-29"})
+    assert shown(response) == [f"team-29{n}" for n in range(10)]
+    assert "10 queues with “TEAM-29” in the name" in response.content.decode()
+    assert shown(client.get("/queues/", {"q": "nope"})) == []
+    # A viewer finds only among the queues they may watch (olive owns every third).
+    client.force_login(owner)
+    found = client.get("/queues/", {"q": "team-29"})
+    assert shown(found) == ["team-291", "team-294", "team-297"]
+    assert found.context["page"].total == 3
+
+
+def test_the_find_box_keeps_the_pool_and_htmx_gets_the_rows_only(client, admin_user, settings):
+    from armada.core.config import parse_config
+
+    settings.ARMADA = parse_config(
+        {"scheduling": {"pools": [{"name": "cpu"}, {"name": "gpu"}]}, "executors": []}
+    )
+    make_queues(60)
+    client.force_login(admin_user)
+    page = client.get("/queues/", {"pool": "gpu", "q": "team-0"})
+    html = page.content.decode()
+    assert '<input type="hidden" name="pool" value="gpu">' in html
+    assert page.context["page"].next_url == "?pool=gpu&q=team-0&after=team-049"
+    rows = client.get("/queues/", {"q": "team-05"}, HTTP_HX_REQUEST="true").content.decode()
+    assert "<html" not in rows and "team-059" in rows and "team-060" not in rows
+    assert 'hx-swap-oob="innerHTML"' in rows
