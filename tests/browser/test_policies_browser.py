@@ -80,7 +80,6 @@ def test_edit_history_attach_and_tester(page, setup, screenshot):
     )
     row = page.get_by_role("row", name=re.compile(r"^ml "))
     expect(row).to_contain_text("root")
-    screenshot(page, "policies-list")
     no_problems(page)
 
     page.get_by_role("link", name="ml", exact=True).click()
