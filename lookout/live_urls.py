@@ -1,5 +1,9 @@
 """Lookout routes of the jobs grid's live part (included by lookout.urls)."""
 
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from lookout import live_views
+
+urlpatterns: list = [
+    path("live", live_views.grid_live, name="grid-live"),
+]

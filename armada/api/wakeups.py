@@ -7,9 +7,17 @@ always, so a notification can be early, late, repeated or lost without an event 
 lost or repeated; the stream's poll timeout is the fallback (and the only mechanism
 without ``REDIS_URL``, or while Redis is unreachable).
 
+A waiter registered with :func:`register_any` (under the reserved key :data:`ANY`) is woken
+by every notification, whichever job sets it names: Lookout's live grid follows the whole
+log, filtered by the queues its viewer may watch, not one job set.
+
 The subscription starts with the first watcher and stays for the life of the loop,
 reconnecting with a back-off. After a (re)connect every watcher is woken once, because
 notifications sent while it was down are gone.
+
+:func:`stopping` is set when the process is asked to stop (SIGTERM or SIGINT, as uvicorn's
+graceful shutdown handles them), so that long-lived streams end instead of keeping the
+server waiting for them.
 """
 
 from __future__ import annotations
@@ -17,8 +25,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import signal
+import threading
 import weakref
 from collections import defaultdict
+from collections.abc import Callable
+from types import FrameType
+from typing import Any
 
 from django.conf import settings
 
@@ -28,6 +41,9 @@ log = logging.getLogger(__name__)
 
 READY_WAIT_SECONDS = 1.0
 BACKOFF_START, BACKOFF_MAX = 0.2, 5.0
+#: The key of the waiters woken by every notification. A job set's key always holds a
+#: ``/`` (``queue/jobSet``), so this one can never be a job set's.
+ANY = "*"
 
 
 class Waiter:
@@ -38,9 +54,16 @@ class Waiter:
         self.hub, self.key, self.flag = hub, key, asyncio.Event()
 
     async def wait(self, timeout: float) -> bool:
-        """True when woken, False when ``timeout`` passed first."""
+        """True when woken, False when ``timeout`` passed first. A cancellation always
+        propagates, even when the wake-up comes in the same turn of the loop (Python 3.11's
+        ``asyncio.wait_for`` would then return the result and drop the cancellation, and a
+        stream whose client went away would go on reading)."""
+        if self.flag.is_set():
+            await asyncio.sleep(0)  # a cancellation pending on this task is raised here
+            return True
         try:
-            await asyncio.wait_for(self.flag.wait(), timeout)
+            async with asyncio.timeout(timeout):
+                await self.flag.wait()
         except TimeoutError:
             return False
         return True
@@ -81,7 +104,13 @@ class Hub:
                 del self.waiters[waiter.key]
 
     def wake(self, keys: list[str] | None) -> None:
-        groups = self.waiters.values() if keys is None else [self.waiters.get(k, ()) for k in keys]
+        """Wake the waiters of ``keys`` and every :data:`ANY` waiter (all waiters for None)."""
+        if keys is None:
+            groups = list(self.waiters.values())
+        else:
+            groups = [self.waiters.get(k, ()) for k in keys]
+            if keys:
+                groups.append(self.waiters.get(ANY, ()))
         for group in list(groups):
             for waiter in list(group):
                 waiter.flag.set()
@@ -139,12 +168,79 @@ def hub_for_loop() -> Hub | None:
 async def register(queue: str, job_set: str) -> Waiter:
     """A waiter for one job set. With Redis, waits (briefly, once per process) for the
     subscription, so that nothing committed after the stream's first read goes unnoticed."""
-    key = f"{queue}/{job_set}"
+    return await _register(f"{queue}/{job_set}")
+
+
+async def register_any() -> Waiter:
+    """A waiter woken by every commit's notification, whatever its job sets (and, like any
+    waiter, after each (re)connect of the subscription)."""
+    return await _register(ANY)
+
+
+async def _register(key: str) -> Waiter:
     hub = hub_for_loop()
     if hub is None:
         return Waiter(None, key)
     waiter = hub.register(key)
     if not hub.ready.is_set():
         with contextlib.suppress(TimeoutError):  # Redis slow or down: the poll covers it
-            await asyncio.wait_for(hub.ready.wait(), READY_WAIT_SECONDS)
+            async with asyncio.timeout(READY_WAIT_SECONDS):
+                await hub.ready.wait()
     return waiter
+
+
+# --- the process stopping -------------------------------------------------------------------
+
+_stop_events: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Event] = (
+    weakref.WeakKeyDictionary()
+)
+_stop_lock = threading.Lock()
+_stop_requested = False
+_handlers_installed = False
+
+
+def stopping() -> asyncio.Event:
+    """This loop's "the process is stopping" flag (set once SIGTERM or SIGINT arrived).
+
+    uvicorn's graceful shutdown stops accepting connections and then waits for the open ones
+    to finish: a stream that follows the log for minutes would hold it up for as long. The
+    first call from the main thread chains a handler in front of the server's own SIGTERM
+    and SIGINT handlers (only where the server installed one: a process that dies on the
+    signal takes its streams with it); the handler sets the flag of every loop and then
+    calls the server's. Setting it also wakes every waiter of that loop's hub, so a stream
+    that checks the flag after each wait ends at once (without Redis, at its next poll)."""
+    global _handlers_installed
+    loop = asyncio.get_running_loop()
+    with _stop_lock:
+        event = _stop_events.get(loop)
+        if event is None:
+            event = _stop_events[loop] = asyncio.Event()
+            if _stop_requested:
+                event.set()
+        if not _handlers_installed and threading.current_thread() is threading.main_thread():
+            _handlers_installed = True
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                previous = signal.getsignal(sig)
+                if callable(previous):
+                    signal.signal(sig, _chained(previous))
+    return event
+
+
+def _chained(previous: Callable[[int, FrameType | None], Any]) -> Callable:
+    def handler(signum: int, frame: FrameType | None) -> Any:
+        request_stop()
+        return previous(signum, frame)
+
+    return handler
+
+
+def request_stop() -> None:
+    """Set every loop's :func:`stopping` flag (thread-safe; what the signal handler calls)."""
+    global _stop_requested
+    _stop_requested = True
+    for loop, event in list(_stop_events.items()):
+        hub = _hubs.get(loop)
+        with contextlib.suppress(RuntimeError):  # that loop is closed already
+            loop.call_soon_threadsafe(event.set)
+            if hub is not None:  # waiting streams look at the flag at once
+                loop.call_soon_threadsafe(hub.wake, None)
