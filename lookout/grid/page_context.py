@@ -19,7 +19,7 @@ from lookout.grid.params import PAGE_SIZES, GridParams
 from lookout.grid.prefs import saved_columns
 
 # What an htmx request for the rows also replaces (the filter row stays: it is being typed in).
-GRID_OOB = "#grid-head,#grid-cols,#grid-pager,#grid-error,#grid-chips,#grid-filters"
+GRID_OOB = "#grid-head,#grid-cols,#grid-pager,#grid-error,#grid-chips,#grid-form-fields"
 
 
 def _groups_html(request: HttpRequest, params: GridParams) -> str | None:

@@ -11,11 +11,20 @@
 //   (drag a header's edge, or focus it and use the arrow keys), saved for the viewer on the
 //   server, after which the grid is re-read without reloading the page.
 // Without JavaScript the same page works with plain links and form submits.
+// The page says hx-history="false": htmx does not keep a copy of the page for going back
+// (it would clone elements whose style the grid set, which the content security policy
+// reports); going back reads the page from the server.
 (function () {
   "use strict";
-  const page = document.getElementById("grid-page");
-  if (!page) return;
+  if (!document.getElementById("grid-page")) return;
   document.documentElement.classList.add("js");
+  // htmx "settles" a swapped element by copying the old one's class, style, width and height
+  // onto the new one for a moment. Style attributes are refused on these pages (the content
+  // security policy), and setting one, even empty, is reported: leave style out.
+  if (window.htmx) {
+    window.htmx.config.attributesToSettle = window.htmx.config.attributesToSettle
+      .filter(function (name) { return name !== "style"; });
+  }
 
   const FILTER_DELAY = 400;
   const SAVE_DELAY = 500;
@@ -32,10 +41,12 @@
   }
   let state = readState();
 
+  const NOT_TEXT = ["checkbox", "radio", "button", "submit", "reset", "range", "color", "file"];
   function isTyping(el) {
     if (!el) return false;
     const tag = el.tagName;
-    return tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT" || el.isContentEditable;
+    if (tag === "INPUT") return NOT_TEXT.indexOf(el.type) < 0;
+    return tag === "TEXTAREA" || tag === "SELECT" || el.isContentEditable;
   }
 
   // --- filters ----------------------------------------------------------------------------
@@ -162,6 +173,12 @@
     setupRoving();
     syncSelection();
   });
+  // Going back or forward: htmx put the page read from the server in place.
+  document.addEventListener("htmx:historyRestore", function () {
+    state = readState();
+    current = null;
+    document.dispatchEvent(new CustomEvent("lookout:rows-changed"));
+  });
 
   // --- selection ---------------------------------------------------------------------------
 
@@ -195,13 +212,14 @@
     const box = event.target.closest ? event.target.closest("#job-rows input.row-select") : null;
     if (!box) return;
     const boxes = Array.from(document.querySelectorAll("#job-rows input.row-select"));
-    if (event.shiftKey && lastClicked && boxes.indexOf(lastClicked) >= 0) {
-      const a = boxes.indexOf(lastClicked);
+    const values = boxes.map(function (b) { return b.value; });
+    if (event.shiftKey && lastClicked && values.indexOf(lastClicked) >= 0) {
+      const a = values.indexOf(lastClicked);
       const b = boxes.indexOf(box);
       const [from, to] = a < b ? [a, b] : [b, a];
       for (let i = from; i <= to; i++) boxes[i].checked = box.checked;
     }
-    lastClicked = box;
+    lastClicked = box.value; // a job id: live updates replace the rows' elements
   });
   document.addEventListener("change", function (event) {
     const el = event.target;
@@ -298,7 +316,7 @@
       case "PageUp": next = rows[Math.max(i - PAGE_STEP, 0)]; break;
       case " ": {
         const box = row.querySelector("input.row-select");
-        if (box) { box.checked = !box.checked; lastClicked = box; syncSelection(); }
+        if (box) { box.checked = !box.checked; lastClicked = box.value; syncSelection(); }
         event.preventDefault();
         return;
       }
@@ -323,6 +341,7 @@
     if (status) status.textContent = text;
   }
   async function postColumns(body) {
+    const page = document.getElementById("grid-page");
     const response = await fetch(page.getAttribute("data-columns-url"), {
       method: "POST",
       credentials: "same-origin",
@@ -344,7 +363,7 @@
     const response = await fetch(url, { credentials: "same-origin" });
     const html = await response.text();
     const doc = new DOMParser().parseFromString(html, "text/html");
-    ["grid-state", "grid-wrap", "grid-pager", "grid-chips", "grid-error", "grid-filters"].forEach(function (id) {
+    ["grid-state", "grid-wrap", "grid-pager", "grid-chips", "grid-error", "grid-form-fields"].forEach(function (id) {
       const fresh = doc.getElementById(id);
       const old = document.getElementById(id);
       if (fresh && old) {
@@ -359,21 +378,21 @@
 
   // --- the column chooser ------------------------------------------------------------------
 
-  const chooser = document.getElementById("chooser-form");
+  function inChooser(event) {
+    return event.target.closest ? event.target.closest("#chooser-form") : null;
+  }
   function chooserItems() { return Array.from(document.querySelectorAll("#chooser-list .chooser-item")); }
+  function isShown(li) { return li.querySelector("input[name=visible]").checked; }
   function chosenVisible() {
-    return chooserItems()
-      .filter(function (li) { return li.querySelector("input[name=visible]").checked; })
-      .map(function (li) { return li.getAttribute("data-col"); });
+    return chooserItems().filter(isShown).map(function (li) { return li.getAttribute("data-col"); });
   }
   function refreshMoveButtons() {
-    const items = chooserItems();
-    const shown = items.filter(function (li) { return li.querySelector("input[name=visible]").checked; });
-    items.forEach(function (li) {
-      const visible = shown.indexOf(li) >= 0;
+    const shown = chooserItems().filter(isShown);
+    chooserItems().forEach(function (li) {
+      const i = shown.indexOf(li);
       const [up, down] = li.querySelectorAll(".chooser-moves button");
-      up.disabled = !visible || shown.indexOf(li) === 0;
-      down.disabled = !visible || shown.indexOf(li) === shown.length - 1;
+      up.disabled = i <= 0;
+      down.disabled = i < 0 || i === shown.length - 1;
     });
   }
   async function saveChoice(message) {
@@ -388,53 +407,57 @@
       say(String(err.message || err));
     }
   }
-  if (chooser) {
+  function itemLabel(li) { return li.querySelector("label").textContent.trim(); }
+  async function moveColumn(button) {
+    const [direction, key] = button.value.split(/:(.*)/s);
+    const shown = chooserItems().filter(isShown);
+    const li = shown.find(function (item) { return item.getAttribute("data-col") === key; });
+    const other = shown[shown.indexOf(li) + (direction === "up" ? -1 : 1)];
+    if (!li || !other) return;
+    if (direction === "up") other.before(li); else other.after(li);
     refreshMoveButtons();
-    chooser.addEventListener("change", function (event) {
-      if (event.target.name === "visible") {
-        refreshMoveButtons();
-        const label = event.target.closest("label").textContent.trim();
-        saveChoice(label + (event.target.checked ? " shown." : " hidden."));
-      }
-    });
-    chooser.addEventListener("submit", async function (event) {
-      event.preventDefault();
-      const button = event.submitter;
-      const name = button ? button.name : "";
-      if (name === "move") {
-        const [direction, key] = button.value.split(/:(.*)/s);
-        const items = chooserItems().filter(function (li) { return li.querySelector("input[name=visible]").checked; });
-        const li = items.find(function (item) { return item.getAttribute("data-col") === key; });
-        const i = items.indexOf(li);
-        const other = items[direction === "up" ? i - 1 : i + 1];
-        if (!li || !other) return;
-        if (direction === "up") other.before(li); else other.after(li);
-        refreshMoveButtons();
-        const again = li.querySelector(".chooser-moves button[value='" + direction + ":" + CSS.escape(key) + "']");
-        if (again && !again.disabled) again.focus();
-        else li.querySelector("input[name=visible]").focus();
-        saveChoice(li.textContent.trim().split("\n")[0].trim() + " moved " + direction + ".");
-      } else if (name === "reset") {
-        try {
-          say("Resetting…");
-          await postColumns({ reset: true });
-          await reloadGrid();
-          window.location.reload();
-        } catch (err) { say(String(err.message || err)); }
-      } else {
-        const input = document.getElementById("chooser-add");
-        const key = input ? input.value.trim() : "";
-        if (!key) { saveChoice(); return; }
-        const full = key.indexOf("annotation:") === 0 ? key : "annotation:" + key;
-        const visible = chosenVisible().filter(function (k) { return k !== full; }).concat([full]);
-        try {
-          say("Saving…");
-          await postColumns({ visible: visible, widths: savedWidths() });
-          window.location.reload(); // the chooser lists the new column
-        } catch (err) { say(String(err.message || err)); }
-      }
-    });
+    const again = li.querySelector(".chooser-moves button[value='" + direction + ":" + CSS.escape(key) + "']");
+    if (again && !again.disabled) again.focus();
+    else li.querySelector("input[name=visible]").focus();
+    await saveChoice(itemLabel(li) + " moved " + direction + ".");
   }
+  async function addColumn() {
+    const input = document.getElementById("chooser-add");
+    const key = input ? input.value.trim() : "";
+    if (!key) { await saveChoice(); return; }
+    const full = key.indexOf("annotation:") === 0 ? key : "annotation:" + key;
+    const visible = chosenVisible().filter(function (k) { return k !== full; }).concat([full]);
+    try {
+      say("Saving…");
+      await postColumns({ visible: visible, widths: savedWidths() });
+      window.location.reload(); // the chooser lists the new column
+    } catch (err) { say(String(err.message || err)); }
+  }
+  async function resetColumns() {
+    try {
+      say("Resetting…");
+      await postColumns({ reset: true });
+      const url = new URL(window.location.href);
+      url.searchParams.delete("columns");
+      url.searchParams.delete("annotations");
+      window.location.assign(url.toString()); // the chooser lists the default order
+    } catch (err) { say(String(err.message || err)); }
+  }
+  if (document.getElementById("chooser-form")) refreshMoveButtons();
+  document.addEventListener("change", function (event) {
+    if (!inChooser(event) || event.target.name !== "visible") return;
+    refreshMoveButtons();
+    saveChoice(itemLabel(event.target.closest("li")) + (event.target.checked ? " shown." : " hidden."));
+  });
+  document.addEventListener("submit", function (event) {
+    if (!inChooser(event)) return;
+    event.preventDefault();
+    const button = event.submitter;
+    const name = button ? button.name : "";
+    if (name === "move") moveColumn(button);
+    else if (name === "reset") resetColumns();
+    else addColumn();
+  });
 
   // --- resizing columns ------------------------------------------------------------------
 

@@ -147,31 +147,20 @@ def demo_data(fast_passwords, admin_user, queue):  # noqa: F811
 
 
 @pytest.mark.django_db(transaction=True)
-def test_jobs_table_filter_group_open_and_cancel(page, demo_data, screenshot):
+def test_jobs_grid_filter_open_and_cancel(page, demo_data, screenshot):
     log_in(page, "/")
     expect(page.get_by_role("heading", name="Jobs", exact=True)).to_be_visible()
-    expect(page.locator("#job-rows tr")).to_have_count(9)
-    screenshot(page, "jobs-table")
+    expect(page.locator("#job-rows tr.job-row")).to_have_count(9)
     no_problems(page)
 
-    # Filter by failure category.
-    page.get_by_label("Failure category").fill("oom")
-    page.get_by_role("button", name="Apply").click()
+    # Filter by failure category in its column header.
+    page.locator("#grid-filter-row td[data-col='category'] summary").click()
+    page.get_by_role("checkbox", name="oom", exact=True).check()
     expect(page).to_have_url(re.compile(r"category=oom"))
-    expect(page.locator("#job-rows tr")).to_have_count(1)
+    expect(page.locator("#job-rows tr.job-row")).to_have_count(1)
     expect(page.locator("#job-rows")).to_contain_text("fail_policy_limit")
+    page.keyboard.press("Escape")
     no_problems(page)
-
-    # Group by state (the filter cleared first), then follow a group to its list.
-    page.goto("/?group=state")
-    expect(page.get_by_role("heading", name="Jobs by state")).to_be_visible()
-    failed = page.get_by_role("row", name=re.compile(r"^failed "))
-    expect(failed).to_contain_text("3")
-    screenshot(page, "jobs-grouped")
-    no_problems(page)
-    failed.get_by_role("link").click()
-    expect(page).to_have_url(re.compile(r"state=failed"))
-    expect(page.locator("#job-rows tr")).to_have_count(3)
 
     # Open the OOM job and read its run, category, retryable flag and decision.
     job_id = demo_data["failed-oom"]
@@ -204,26 +193,6 @@ def test_jobs_table_filter_group_open_and_cancel(page, demo_data, screenshot):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_auto_refresh_swaps_the_rows_in_place(page, demo_data):
-    log_in(page, "/")
-    page.get_by_label("Failure category").fill("oom")
-    page.get_by_role("button", name="Apply").click()
-    url = page.url
-    page.locator("#refresh-every").select_option("5")
-    page.get_by_label("Auto refresh").check()
-    expect(page).to_have_url(re.compile(r"refresh=5"))
-    assert url.split("?")[1] in page.url  # the same filters: the place is kept
-    Job.objects.filter(id=demo_data["failed-oom"]).update(owner="changed-owner")
-    expect(page.locator("#job-rows")).to_contain_text("changed-owner", timeout=12_000)
-    expect(page.locator("#refresh-status")).to_contain_text("Updated")
-    # Sort links carry the setting along, so the refresh survives a click.
-    expect(page.get_by_role("link", name="Queue", exact=True)).to_have_attribute(
-        "href", re.compile(r"refresh=5")
-    )
-    no_problems(page)
-
-
-@pytest.mark.django_db(transaction=True)
 def test_queues_page_and_cordon(page, demo_data, screenshot):
     log_in(page, "/queues/")
     expect(page.get_by_role("heading", name="Queues")).to_be_visible()
@@ -248,7 +217,7 @@ def test_the_pages_fit_a_phone_screen_and_keyboard_reaches_the_filters(page, dem
     expect(page.get_by_role("link", name="Skip to content")).to_be_focused()
     page.keyboard.press("Enter")
     page.keyboard.press("Tab")
-    expect(page.locator("#auto-refresh")).to_be_focused()
+    assert page.evaluate("document.activeElement.closest('#grid-toolbar') !== null")
     page.set_viewport_size({"width": 390, "height": 844})
     job_id = demo_data["failed-oom"]
     for path in lookout_pages(job_id):

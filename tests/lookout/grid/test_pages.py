@@ -224,5 +224,5 @@ def test_the_htmx_part_pushes_the_views_url(client, admin_user, queue):
     assert part["HX-Push-Url"] == "/?state=failed"
     html = part.content.decode()
     assert "<html" not in html and 'id="job-rows"' in html and 'id="grid-pager"' in html
-    assert 'id="grid-head"' in html and 'id="grid-filters"' in html
+    assert 'id="grid-head"' in html and 'id="grid-form-fields"' in html
     assert "HX-Request" in part["Vary"]
