@@ -16,7 +16,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, HttpResponseNotModified
 from django.shortcuts import render
 from django.utils import timezone
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 from armada.models import Job, Run
 from armada.services.errors import NotFound, PermissionDenied
@@ -106,7 +106,7 @@ def _text_refusal(refused: Refused) -> HttpResponse:
 
 
 @login_required
-@require_GET
+@require_safe
 def job_page(request: HttpRequest, job_id: str) -> HttpResponse:
     """The full page of a job: every part as a section. ``?events=all`` shows every event,
     ``?run=<id>`` the log of that run instead of the latest one's."""
@@ -144,7 +144,7 @@ def render_panel(
 
 
 @login_required
-@require_GET
+@require_safe
 def job_panel(request: HttpRequest, job_id: str) -> HttpResponse:
     """The side panel's fragment: the job's parts as tabs (``?tab=`` opens one)."""
     try:
@@ -156,7 +156,7 @@ def job_panel(request: HttpRequest, job_id: str) -> HttpResponse:
 
 
 @login_required
-@require_GET
+@require_safe
 def job_panel_part(request: HttpRequest, job_id: str, tab: str) -> HttpResponse:
     """One tab of the panel, filled (``?events=all``: every event of the job)."""
     try:
@@ -174,7 +174,7 @@ def job_panel_part(request: HttpRequest, job_id: str, tab: str) -> HttpResponse:
 
 
 @login_required
-@require_GET
+@require_safe
 def run_log_text(request: HttpRequest, run_id: str) -> HttpResponse:
     """A run's log as plain text, with its version as the ETag and whether the run is still
     active in ``X-Run-Active``. ``?after=<etag>`` (or ``If-None-Match``) naming the current
@@ -206,7 +206,7 @@ def run_log_text(request: HttpRequest, run_id: str) -> HttpResponse:
 
 
 @login_required
-@require_GET
+@require_safe
 def run_log_download(request: HttpRequest, run_id: str) -> HttpResponse:
     """A run's log as a file to save (``<job id>-<run id>.log``)."""
     try:

@@ -37,6 +37,7 @@
       etag: root.dataset.etag || "",
       active: root.dataset.active === "1",
       truncated: root.dataset.truncated === "1",
+      notice: "",
       text: pre.textContent,
       marks: [],
       current: -1,
@@ -120,8 +121,9 @@
       markCurrent(true);
     }
 
-    function describe(extra) {
-      let text = extra || "";
+    // The status line: what the viewer is doing, unless something went wrong (``notice``).
+    function describe() {
+      let text = state.notice;
       if (!text) {
         if (state.active && follow.checked) text = "Following: new lines appear as the run writes them.";
         else if (state.active) text = "Follow is off.";
@@ -135,6 +137,20 @@
       state.etag = etagOf(response);
       state.active = response.headers.get("X-Run-Active") === "1";
       state.truncated = response.headers.get("X-Log-Truncated") === "1";
+      state.notice = "";
+    }
+
+    // An answer that is not the log: the session ended (the login form came back) or the
+    // server refused (its message says why). Following stops either way.
+    function refused(response) {
+      state.active = false;
+      if (response.redirected) {
+        state.notice = "Your session has ended: reload the page to log in again.";
+        return Promise.resolve();
+      }
+      return response.text().then(function (message) {
+        state.notice = "Following stopped: " + message;
+      });
     }
 
     function schedule() {
@@ -153,17 +169,15 @@
       fetch(url, { credentials: "same-origin", cache: "no-store" })
         .then(function (response) {
           if (generation !== state.generation) return null;
-          state.active = response.headers.get("X-Run-Active") === "1";
-          if (response.status === 200) {
-            learn(response);
-            return response.text().then(function (text) {
-              if (generation === state.generation) setText(text);
-            });
+          if (response.status === 304 || response.status === 204) {
+            state.active = response.headers.get("X-Run-Active") === "1";
+            state.notice = "";
+            return null;
           }
-          if (response.status === 304 || response.status === 204) return null;
-          state.active = false;
-          return response.text().then(function (message) {
-            describe("Following stopped: " + message);
+          if (response.status !== 200 || response.redirected) return refused(response);
+          learn(response);
+          return response.text().then(function (text) {
+            if (generation === state.generation) setText(text);
           });
         })
         .then(function () {
@@ -171,7 +185,8 @@
         })
         .catch(function () {
           if (generation !== state.generation) return;
-          describe("The server did not answer; trying again.");
+          state.notice = "The server did not answer; trying again.";
+          describe();
           state.timer = window.setTimeout(poll, POLL_MS * 3);
         });
     }
@@ -185,14 +200,13 @@
       state.stick = true;
       download.href = option.dataset.downloadUrl;
       pre.setAttribute("aria-label", "Log of run " + option.value);
-      describe("Loading the log of run " + option.value + "…");
+      state.notice = "Loading the log of run " + option.value + "…";
+      describe();
       fetch(state.url, { credentials: "same-origin", cache: "no-store" })
         .then(function (response) {
           if (generation !== state.generation) return null;
-          if (response.status !== 200) {
-            return response.text().then(function (message) {
-              describe(message);
-            });
+          if (response.status !== 200 || response.redirected) {
+            return refused(response).then(schedule);
           }
           learn(response);
           return response.text().then(function (text) {
@@ -203,7 +217,9 @@
           });
         })
         .catch(function () {
-          if (generation === state.generation) describe("The log could not be loaded.");
+          if (generation !== state.generation) return;
+          state.notice = "The log could not be loaded.";
+          describe();
         });
     }
 

@@ -47,7 +47,7 @@
 
   function savedWidth() {
     const value = parseInt(window.localStorage.getItem(WIDTH_KEY) || "", 10);
-    return Number.isFinite(value) ? value : Math.round(Math.min(720, window.innerWidth * 0.45));
+    return Number.isFinite(value) ? value : Math.round(Math.min(720, window.innerWidth * 0.4));
   }
 
   function applyWidth(width, save) {
@@ -99,6 +99,16 @@
     });
   }
 
+  // The answer's text; null when the session has ended and the answer is the login form
+  // (the page is reloaded, which leads there with the way back).
+  function textUnlessLoggedOut(response) {
+    if (response.redirected && new URL(response.url).pathname.startsWith("/login")) {
+      window.location.reload();
+      return null;
+    }
+    return response.text();
+  }
+
   // Tabs --------------------------------------------------------------------------------
   function selectTab(tab, focus) {
     const list = tab.closest("[role=tablist]");
@@ -125,11 +135,9 @@
     tabpanel.setAttribute("aria-busy", "true");
     const jobId = openJob;
     fetch(tabpanel.dataset.partUrl, { credentials: "same-origin" })
-      .then(function (response) {
-        return response.text();
-      })
+      .then(textUnlessLoggedOut)
       .then(function (html) {
-        if (jobId !== openJob || !document.contains(tabpanel)) return;
+        if (html === null || jobId !== openJob || !document.contains(tabpanel)) return;
         tabpanel.innerHTML = html;
         tabpanel.dataset.loaded = "1";
         setUpContent(tabpanel);
@@ -206,13 +214,7 @@
     markRow(jobId);
     const url = "/jobs/" + encodeURIComponent(jobId) + "/panel?tab=" + encodeURIComponent(tabWanted);
     fetch(url, { credentials: "same-origin", signal: mine.signal })
-      .then(function (response) {
-        if (response.redirected && new URL(response.url).pathname.startsWith("/login")) {
-          window.location.reload(); // the session ended: the page sends to the login form
-          return null;
-        }
-        return response.text();
-      })
+      .then(textUnlessLoggedOut)
       .then(function (html) {
         if (html === null || mine !== request) return;
         request = null;

@@ -24,6 +24,9 @@ from tests.lookout.panel_jobs import retried_job
 pytestmark = pytest.mark.django_db(transaction=True)
 
 LOG = "epoch 1 loss 0.93\nepoch 2 loss 0.71\nepoch 3 loss 0.55\n"
+# The grid with its live updates paused: rows replaced by them while a test clicks one would
+# swallow the click (the live updates have their own tests).
+GRID = "/?live=0"
 
 
 @pytest.fixture
@@ -77,7 +80,7 @@ def open_by_click(page, job_id: str) -> None:
 def test_a_row_opens_the_panel_with_tabs_by_keyboard_and_escape_returns_to_it(
     page, jobs, screenshot
 ):
-    open_page(page, "/")
+    open_page(page, GRID)
     job_id = jobs["retried"]
     expect(row(page, job_id)).to_be_visible()
     open_by_click(page, job_id)
@@ -89,6 +92,11 @@ def test_a_row_opens_the_panel_with_tabs_by_keyboard_and_escape_returns_to_it(
         "href", f"/jobs/{job_id}"
     )
     expect(row(page, job_id)).to_have_class(re.compile("panel-row"))
+    # Live updates back on for the picture: rows read again keep the open job marked.
+    page.get_by_role("button", name="Live").click()
+    expect(page.locator("#grid-live-status")).to_have_text("Live")
+    expect(row(page, job_id)).to_have_class(re.compile("panel-row"))
+    page.evaluate("() => document.activeElement.blur()")
     screenshot(page, "job-panel")
     assert_accessible(page)
 
@@ -135,7 +143,7 @@ def test_a_row_opens_the_panel_with_tabs_by_keyboard_and_escape_returns_to_it(
 
 
 def test_the_panel_opens_on_the_grids_event_and_acts_on_the_job(page, jobs):
-    open_page(page, "/")
+    open_page(page, GRID)
     job_id = jobs["queued"]
     page.evaluate(
         "id => document.dispatchEvent(new CustomEvent('lookout:open-job', {detail: {jobId: id}}))",
@@ -156,7 +164,7 @@ def test_the_panel_opens_on_the_grids_event_and_acts_on_the_job(page, jobs):
 
 def test_the_log_follows_a_running_job_wraps_searches_and_downloads(page, jobs, screenshot):
     job_id = jobs["running"]
-    open_page(page, "/")
+    open_page(page, GRID)
     page.evaluate("() => { window.notReloaded = true; }")
     open_by_click(page, job_id)
     panel = the_panel(page)
@@ -276,7 +284,7 @@ def test_the_full_page_works_without_script(page_without_js, jobs, live_server):
 
 def test_at_phone_width_the_panel_covers_the_screen(page, jobs):
     page.set_viewport_size({"width": 375, "height": 740})
-    open_page(page, "/")
+    open_page(page, GRID)
     job_id = jobs["running"]
     page.evaluate(
         "id => document.dispatchEvent(new CustomEvent('lookout:open-job', {detail: {jobId: id}}))",
@@ -298,7 +306,7 @@ def test_at_phone_width_the_panel_covers_the_screen(page, jobs):
 
 
 def test_on_a_wide_screen_the_panel_is_a_column_whose_width_is_kept(page, jobs):
-    open_page(page, "/")
+    open_page(page, GRID)
     open_by_click(page, jobs["running"])
     panel = the_panel(page)
     grid = page.locator("#grid-wrap")  # the grid scrolls inside it
@@ -326,4 +334,15 @@ def test_on_a_wide_screen_the_panel_is_a_column_whose_width_is_kept(page, jobs):
     expect(the_panel(page)).to_be_visible()
     expect(the_panel(page).get_by_role("heading", name=re.compile(jobs["running"]))).to_be_visible()
     assert the_panel(page).bounding_box()["width"] == width
+    no_problems(page)
+
+
+def test_following_stops_and_says_so_when_the_session_ends(page, jobs):
+    open_page(page, f"/jobs/{jobs['running']}")
+    status = page.locator(".log-status")
+    expect(status).to_contain_text("Following")
+    page.context.clear_cookies()
+    expect(status).to_have_text("Your session has ended: reload the page to log in again.")
+    expect(page.locator("pre.log")).to_have_text(LOG)  # the log stays as it was
+    expect(page.locator(".log-follow-label")).to_be_hidden()
     no_problems(page)
