@@ -1,5 +1,8 @@
 """Reading the live grid's Server-Sent Events stream in tests, and writing events for it.
 
+``open_stream`` asks ``GET /live`` as a browser's EventSource does and checks the answer's
+head and its first (``ready``) message; ``append`` commits events as the services do.
+
 ``SSE`` consumes a streamed response (Django's ``AsyncClient`` answer) in a task and parses
 it as a browser does: fields ``id``, ``event``, ``data``, comments, and a blank line that
 dispatches. Every dispatched block is kept, including those without data (a keep-alive
@@ -14,10 +17,15 @@ import time
 from dataclasses import dataclass, field
 
 from django.db import transaction
+from django.test import AsyncClient
 
 from armada.core.states import EventType
+from armada.models import Event
 from armada.services.events import NewEvent, events_append
+from lookout import live_views
 from tests.conftest import T0
+
+ACCEPT = {"Accept": "text/event-stream"}
 
 
 @dataclass
@@ -121,3 +129,26 @@ def append(*events: tuple[str, str, str] | tuple[str, str, str, str]) -> None:
                 for e in events
             ]
         )
+
+
+async def client_of(user) -> AsyncClient:
+    client = AsyncClient()
+    await client.aforce_login(user)
+    return client
+
+
+async def open_stream(client: AsyncClient, path: str = "/live", **headers) -> tuple[SSE, int]:
+    """The stream and the cursor its ``ready`` message starts from."""
+    response = await client.get(path, headers={**ACCEPT, **headers})
+    assert response.status_code == 200, response.content
+    assert response["Content-Type"].startswith("text/event-stream")
+    assert response["Cache-Control"] == "no-cache"
+    stream = SSE(response)
+    ready = await stream.next()
+    assert ready.event == "ready" and ready.retry == str(live_views.RETRY_MS)
+    assert ready.id == str(ready.json["cursor"])
+    return stream, ready.json["cursor"]
+
+
+def last_id() -> int:
+    return Event.objects.order_by("-id").values_list("id", flat=True).first() or 0

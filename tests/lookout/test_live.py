@@ -1,5 +1,7 @@
-"""The live grid's stream (``GET /live``): only the viewer's queues, cursors, coalescing,
-refusals, keep-alives, re-checking the viewer, and no database connection while waiting."""
+"""The live grid's stream (``GET /live``): where it starts, cursors (``after``,
+``Last-Event-ID``), coalescing, refused input, keep-alives, its end, the answer under WSGI,
+wake-ups and no database connection while waiting. Who sees what: test_live_viewer; how
+streams end: test_live_ending; parallel writers and the pool: test_live_parallel."""
 
 from __future__ import annotations
 
@@ -10,17 +12,15 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import connection
-from django.test import AsyncClient
 
-from armada.models import Event, Queue
+from armada.models import Event
 from armada.services.queues import queue_create
 from lookout import live_views
 from lookout.live_views import Viewer, coalesce
 from tests.conftest import T0
-from tests.lookout.live_sse import SSE, append, parse
+from tests.lookout.live_sse import ACCEPT, append, client_of, last_id, open_stream, parse
 
 pytestmark = pytest.mark.django_db(transaction=True)
-ACCEPT = {"Accept": "text/event-stream"}
 needs_redis = pytest.mark.skipif(not settings.REDIS_URL, reason="REDIS_URL is not set")
 
 
@@ -37,45 +37,6 @@ def _close_stream_thread_connections():
 def other(admin_user):
     """Queue ``other``: ``olive`` may not watch it."""
     return queue_create(actor=admin_user, data={"name": "other"}, now=T0)
-
-
-async def client_of(user) -> AsyncClient:
-    client = AsyncClient()
-    await client.aforce_login(user)
-    return client
-
-
-async def open_stream(client: AsyncClient, path: str = "/live", **headers) -> tuple[SSE, int]:
-    """The stream and the cursor its ``ready`` message starts from."""
-    response = await client.get(path, headers={**ACCEPT, **headers})
-    assert response.status_code == 200, response.content
-    assert response["Content-Type"].startswith("text/event-stream")
-    assert response["Cache-Control"] == "no-cache"
-    stream = SSE(response)
-    ready = await stream.next()
-    assert ready.event == "ready" and ready.retry == str(live_views.RETRY_MS)
-    assert ready.id == str(ready.json["cursor"])
-    return stream, ready.json["cursor"]
-
-
-def last_id() -> int:
-    return Event.objects.order_by("-id").values_list("id", flat=True).first() or 0
-
-
-def test_only_jobs_of_queues_the_viewer_may_watch(queue, other, owner, admin_user):
-    async def scenario(user) -> list[tuple[int, str, str]]:
-        stream, _ = await open_stream(await client_of(user))
-        await sync_to_async(append)(("demo", "j1", "queued"), ("other", "x1", "queued"))
-        await sync_to_async(append)(("other", "x2", "running"), ("demo", "j2", "running"))
-        seen = await stream.jobs_until(2 if user is owner else 4)
-        await stream.stop()
-        return seen
-
-    seen = asyncio.run(scenario(owner))
-    assert [(job, kind) for _, job, kind in seen] == [("j1", "queued"), ("j2", "running")]
-    assert seen[-1][0] == last_id()  # the cursor passes the other queue's events too
-    everything = asyncio.run(scenario(admin_user))
-    assert sorted(job for _, job, _ in everything) == ["j1", "j2", "x1", "x2"]
 
 
 def test_without_after_the_stream_starts_at_the_last_event(queue, owner):
@@ -216,17 +177,6 @@ def test_only_get(queue, owner):
     assert response.status_code == 405
 
 
-def test_not_logged_in_gets_no_stream(queue):
-    async def scenario(headers: dict):
-        return await AsyncClient().get("/live?after=0", headers=headers)
-
-    page = asyncio.run(scenario({}))
-    assert page.status_code == 302 and not page.streaming
-    assert page["Location"] == "/login?next=/live%3Fafter%3D0"
-    source = asyncio.run(scenario(ACCEPT))  # an EventSource: a redirect to HTML would not do
-    assert source.status_code == 401 and not source.streaming
-
-
 def test_keep_alive_carries_the_cursor_past_other_queues_events(queue, other, owner, monkeypatch):
     monkeypatch.setattr(live_views, "HEARTBEAT_SECONDS", 0.3)
 
@@ -285,62 +235,6 @@ def test_under_wsgi_the_answer_is_one_read_then_the_end(queue, other, owner, cli
         ("end", str(last_id())),
     ]
     assert blocks[1].json["jobs"] == {"a": "queued", "b": "running"}
-
-
-def test_a_viewer_who_logged_out_is_cut_off_at_the_next_check(queue, owner, monkeypatch):
-    monkeypatch.setattr(live_views, "RECHECK_SECONDS", 0.1)
-    monkeypatch.setattr(live_views, "POLL_SECONDS", 0.1)
-
-    async def scenario() -> list:
-        client = await client_of(owner)
-        stream, _ = await open_stream(client)
-        await client.alogout()
-        await asyncio.wait_for(stream.ended.wait(), 10.0)
-        await sync_to_async(append)(("demo", "late", "queued"))
-        blocks = []
-        while not stream.blocks.empty():
-            blocks.append(stream.blocks.get_nowait())
-        return blocks
-
-    assert not [b for b in asyncio.run(scenario()) if b.event == "jobs"]
-
-
-def test_a_queue_no_longer_watchable_drops_out_at_the_next_check(
-    queue, other, owner, admin_user, monkeypatch
-):
-    Queue.objects.filter(name="other").update(
-        permissions=[{"subjects": [{"kind": "User", "name": "olive"}], "verbs": ["watch"]}]
-    )
-    monkeypatch.setattr(live_views, "RECHECK_SECONDS", 0.1)
-    monkeypatch.setattr(live_views, "POLL_SECONDS", 0.1)
-    checks = 0
-    original = live_views.viewer_of
-
-    def viewer_of(request, *, fresh: bool = False):
-        nonlocal checks
-        viewer = original(request, fresh=fresh)
-        checks += fresh
-        return viewer
-
-    monkeypatch.setattr(live_views, "viewer_of", viewer_of)
-
-    async def scenario() -> tuple[list, list]:
-        stream, _ = await open_stream(await client_of(owner))
-        await sync_to_async(append)(("other", "x1", "queued"))
-        before = await stream.jobs_until(1)
-        await sync_to_async(Queue.objects.filter(name="other").update)(permissions=[])
-        seen_checks = checks
-        deadline = time.monotonic() + 10.0
-        while checks < seen_checks + 2 and time.monotonic() < deadline:
-            await asyncio.sleep(0.02)
-        await sync_to_async(append)(("other", "x2", "queued"), ("demo", "j", "queued"))
-        after = await stream.jobs_until(1)
-        await stream.stop()
-        return before, after
-
-    before, after = asyncio.run(scenario())
-    assert [job for _, job, _ in before] == ["x1"]
-    assert [job for _, job, _ in after] == ["j"]
 
 
 def test_no_connection_is_held_between_reads(queue, owner, monkeypatch, settings):
