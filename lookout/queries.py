@@ -41,17 +41,6 @@ def jobs_page(
     return rows[:PAGE_SIZE], next_cursor
 
 
-def runs_with_logs(*, job: Job) -> list:
-    """The job's runs, newest first, each with its log (or None) attached as ``log_entry``."""
-    from armada.models import RunLog
-
-    runs = list(job.runs.order_by("-leased_at", "-id"))
-    logs = {entry.run_id: entry for entry in RunLog.objects.filter(run__in=runs)}
-    for run in runs:
-        run.log_entry = logs.get(run.id)
-    return runs
-
-
 # Payload keys worth showing in the job page's event timeline, in this order (Armada's
 # spelling; events stored with the old keys are read with these, ``services.events``).
 EVENT_HIGHLIGHTS = (
