@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from decimal import Decimal
 from typing import Any
 
 import yaml
 
-from armada.core.quantity import MEMORY, STANDARD_RESOURCES, format_quantity, parse_quantity
+from armada.core.quantity import MEMORY, STANDARD_RESOURCES, parse_quantity
+from armada.core.quantity_text import growth, readable_quantity
 from armada.core.states import JobState, RunState
 from armada.models import Job, Run, RunLog
 from armada.services.authz import can_on_queue
@@ -71,21 +71,18 @@ def _milli(value: Any) -> int | None:
 
 @dataclass(frozen=True)
 class MemoryGrowth:
-    """The memory a job asked for when submitted and what retries have grown it to."""
+    """The memory a job asked for when submitted and what retries have grown it to, read as
+    the decision trail reads a bump (``core.quantity_text``): ``256Mi → 864Mi (×3.375)``."""
 
     original: int
     current: int
     kind: str
 
     def __str__(self) -> str:
-        before = format_quantity(self.original, MEMORY)
-        after = format_quantity(self.current, MEMORY)
-        if self.kind == "static":
-            change = f"+{format_quantity(self.current - self.original, MEMORY)}"
-        else:
-            ratio = f"{Decimal(self.current) / Decimal(self.original):.3f}".rstrip("0")
-            change = f"×{ratio.rstrip('.')}"
-        return f"{before} → {after} ({change})"
+        before = readable_quantity(self.original, MEMORY)
+        after = readable_quantity(self.current, MEMORY)
+        change = growth(self.original, self.current, self.kind)
+        return f"{before} → {after}" + (f" ({change})" if change else "")
 
 
 def memory_growth(job: Job, runs: list[Run]) -> MemoryGrowth | None:
@@ -115,7 +112,7 @@ def resources(job: Job) -> list[tuple[str, str]]:
     amounts = {name: _milli(value) for name, value in (job.requests or {}).items()}
     names = [r for r in STANDARD_RESOURCES if amounts.get(r) is not None]
     names += sorted(r for r in amounts if r not in STANDARD_RESOURCES and amounts[r] is not None)
-    return [(name, format_quantity(amounts[name], name)) for name in names]
+    return [(name, readable_quantity(amounts[name], name)) for name in names]
 
 
 def run_is_active(run: Run) -> bool:

@@ -135,7 +135,7 @@ def test_a_static_bump_shows_what_it_added(client, admin_user, queue):
         },
     )
     client.force_login(admin_user)
-    assert "1Gi → 1536Mi (+512Mi)" in panel(client, "01s")
+    assert "1Gi → 1.5Gi (+512Mi)" in panel(client, "01s")
 
 
 def test_the_panel_reads_a_fixed_number_of_rows_whatever_the_job_holds(client, admin_user, queue):
