@@ -22,7 +22,10 @@ from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from typing import Any
 
+from django.db import connection
 from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models.fields.json import KeyTextTransform
+from django.db.models.lookups import Exact
 
 from armada.core.retry import LABELS
 from armada.core.states import JobState
@@ -246,11 +249,46 @@ def _one_or_many(qs: QuerySet[Job], field: str, values: tuple[str, ...]) -> Quer
     return qs.filter(**{f"{field}__in": values}) if values else qs
 
 
+_codepoint_order: bool | None = None
+
+
+def _sorts_by_code_point() -> bool:
+    """Whether the database sorts text by code point (collation C, POSIX or C.UTF-8: the
+    project's databases), read once per process."""
+    global _codepoint_order
+    if _codepoint_order is None:
+        _codepoint_order = False
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT datcollate FROM pg_database WHERE datname = current_database()"
+                )
+                collation = (cursor.fetchone() or [""])[0].lower()
+            _codepoint_order = collation in ("c", "posix") or collation.startswith("c.")
+    return _codepoint_order
+
+
+def starts_with(field: str, prefix: str) -> Q:
+    """``field`` starts with ``prefix``. PostgreSQL uses a plain index for ``LIKE 'x%'`` only
+    under the C collation, so where text sorts by code point the same test is also written
+    as a range (``>= prefix`` and ``<`` the prefix with its last character the next one),
+    which the column's index answers: a node prefix then reads the node index."""
+    condition = Q(**{f"{field}__startswith": prefix})
+    if not prefix or not _sorts_by_code_point():
+        return condition
+    last = ord(prefix[-1]) + 1
+    if 0xD800 <= last <= 0xDFFF:
+        last = 0xE000  # past the surrogates, which no stored text holds
+    if last > 0x10FFFF:
+        return condition
+    return condition & Q(**{f"{field}__gte": prefix, f"{field}__lt": prefix[:-1] + chr(last)})
+
+
 def _run_text(field: str, prefix: str, exact: str) -> list[Q]:
     """Conditions of the latest run for a prefix and an exact filter on ``field``."""
     conditions = []
     if prefix:
-        conditions.append(Q(**{f"{field}__startswith": prefix}))
+        conditions.append(starts_with(field, prefix))
     if exact and exact != NONE:
         conditions.append(Q(**{field: exact}))
     return conditions
@@ -297,7 +335,7 @@ def _apply_annotations(qs: QuerySet[Job], annotations: tuple[AnnotationFilter, .
         elif a.value is None:
             qs = qs.filter(annotations__has_key=a.key)
         else:
-            qs = qs.filter(annotations__contains={a.key: a.value})
+            qs = qs.filter(Exact(KeyTextTransform(a.key, "annotations"), a.value))
     return qs
 
 

@@ -82,20 +82,29 @@ def queues(actor: Any) -> list[str]:
     return list(Queue.objects.order_by("name").values_list("name", flat=True)[:MAX_OPTIONS])
 
 
-def filter_options(actor: Any, filters: JobFilters) -> dict[str, list[tuple[str, str]]]:
-    """Per multi-select column key: ``(value, label)`` choices, chosen values included."""
+def filter_options(
+    actor: Any, filters: JobFilters, keys: tuple[str, ...]
+) -> dict[str, list[tuple[str, str]]]:
+    """Per multi-select column key of ``keys`` (the shown columns): ``(value, label)``
+    choices, the chosen values included. Only shown columns' choices are read."""
 
     def pairs(values: list[str]) -> list[tuple[str, str]]:
         return [(v, v) for v in values]
 
-    classes = sorted(settings.ARMADA.scheduling.priority_classes)
-    return {
-        "state": pairs(list(STATES)),
-        "queue": pairs(_with(queues(actor), filters.queues)),
-        "priority_class": pairs(_with(classes, filters.priority_classes)),
-        "category": [(NONE, "(none)")]
-        + pairs(_with([*categories(), INTERNAL], filters.categories)[:MAX_OPTIONS]),
-        "subcategory": [(NONE, "(none)")] + pairs(_with(subcategories(), filters.subcategories)),
-        "decision": pairs(list(DECISIONS)) + [(NONE, "(none)")],
-        "retryable": pairs(list(RETRYABLE_CHOICES)),
+    readers = {
+        "state": lambda: pairs(list(STATES)),
+        "queue": lambda: pairs(_with(queues(actor), filters.queues)),
+        "priority_class": lambda: pairs(
+            _with(sorted(settings.ARMADA.scheduling.priority_classes), filters.priority_classes)
+        ),
+        "category": lambda: (
+            [(NONE, NONE)]
+            + pairs(_with([*categories(), INTERNAL], filters.categories)[:MAX_OPTIONS])
+        ),
+        "subcategory": lambda: (
+            [(NONE, NONE)] + pairs(_with(subcategories(), filters.subcategories))
+        ),
+        "decision": lambda: pairs(list(DECISIONS)) + [(NONE, NONE)],
+        "retryable": lambda: pairs(list(RETRYABLE_CHOICES)),
     }
+    return {key: readers[key]() for key in keys if key in readers}

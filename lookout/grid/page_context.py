@@ -41,7 +41,7 @@ def grid_context(
     if params is None:
         params = _fallback_params(raw, saved, widths)
     filters = params.filters if error is None else None
-    options = filter_options(request.user, filters or params.filters)
+    options = filter_options(request.user, filters or params.filters, params.columns)
     context: dict[str, Any] = {
         "params": params,
         "error": error,

@@ -109,6 +109,12 @@ def test_header_filters_narrow_the_rows_without_a_reload(page, demo_data):  # no
     expect(page).not_to_have_url(re.compile(r"ann="))
     expect_rows(page, len(recent))
     assert still_same_page(page)
+
+    # Back goes to the previous view (read from the server again).
+    page.go_back()
+    expect(page).to_have_url(re.compile(r"ann=team%3Dvision"))
+    expect_rows(page, len(vision))
+    expect(page.locator(".chip-filter")).to_contain_text("team = vision")
     assert page.problems == []
 
 

@@ -150,3 +150,29 @@ def test_viewers_see_only_jobs_of_queues_they_may_watch(client, table, owner, ou
     client.force_login(outsider)
     assert ids(client) == []
     assert ids(client, job_id="01e") == []
+
+
+@pytest.mark.parametrize(
+    ("value", "prefix", "matches"),
+    [
+        ("bob", "bo", True),
+        ("bob", "bob", True),
+        ("bob", "bobb", False),
+        ("boc", "bob", False),
+        ("bo\u00fc", "bo\u00fc", True),
+        ("bo\u00fcx", "bo\u00fc", True),
+        ("bo\u00fd", "bo\u00fc", False),
+        ("b\U0001f600z", "b\U0001f600", True),
+        ("a\ud7ffb", "a\ud7ff", True),
+        ("a\ue000", "a\ud7ff", False),
+    ],
+)
+def test_a_prefix_matches_exactly_its_values(admin_user, queue, value, prefix, matches):
+    """The prefix test is also written as a range where text sorts by code point: the range
+    neither adds nor loses a value, next to the last character (and past the surrogates)."""
+    from lookout.grid.filters import starts_with
+    from tests.lookout.builders import make_job
+
+    make_job("01p", owner=value)
+    found = jobs_visible(admin_user).filter(starts_with("owner", prefix)).exists()
+    assert found == matches
