@@ -55,7 +55,7 @@ def jobs(request: HttpRequest) -> HttpResponse:
     except FilterError as exc:
         context = grid_context(request, None, error=exc)
         template = (
-            "lookout/grid/_rows.html"
+            "lookout/grid/_body.html"
             if fragment == "rows"
             else ("lookout/grid/_part.html" if part else "lookout/jobs.html")
         )

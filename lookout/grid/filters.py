@@ -209,7 +209,7 @@ class JobFilters:
         if column not in EXACT_COLUMNS:
             raise FilterError("group", f"{column!r} is not a column jobs can be grouped by")
         name = EXACT_COLUMNS[column]
-        shown = value if value != "" else NONE
+        shown = value if value != "" else ("unknown" if column == "retryable" else NONE)
         if name in MULTI_FILTERS:
             return replace(self, **{name: (shown,)})
         if name == "exit_code":

@@ -87,6 +87,7 @@ def test_the_page_and_its_parts_answer_400_naming_the_field(client, admin_user, 
     assert 'id="job-grid"' in html  # the grid is there to fix the filter
     rows = client.get("/?" + qs + "&fragment=rows")
     assert rows.status_code == 400 and "<html" not in rows.content.decode()
+    assert f"{field}: " in rows.content.decode()
     part = client.get("/?" + qs, headers={"HX-Request": "true", "HX-Target": "job-rows"})
     assert part.status_code == 400
     assert f"invalid request: {field}: " in part.content.decode()

@@ -127,6 +127,7 @@ def test_with_exact_narrows_to_one_group_value(table):
         ("exit_code", ""): ["01b", "01c"],
         ("decision", ""): ["01b", "01c", "01d", "01f"],
         ("retryable", "unknown"): ["01b", "01c", "01d", "01f"],
+        ("retryable", ""): ["01b", "01c", "01d", "01f"],
         ("priority_class", "armada-preemptible"): ["01b"],
         ("subcategory", "memory"): ["01a"],
         ("annotation:team", "vision"): ["01a"],
