@@ -13,14 +13,14 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from armada.models import Executor, Node, Queue, RetryPolicy
+from armada.models import Queue, RetryPolicy
 from armada.services.ids import new_id
 from armada.services.policies import policy_create
 from armada.services.queues import queue_create
 from tests.browser.axe import assert_accessible
 from tests.browser.test_policies_browser import fast_passwords, log_in, no_problems  # noqa: F401
 from tests.conftest import T0
-from tests.lookout.builders import make_job, make_run
+from tests.lookout.builders import make_job, make_live_executor, make_run
 
 GI = 1024**3 * 1000
 PHONE = {"width": 375, "height": 740}
@@ -98,17 +98,7 @@ def lists_data(fast_passwords, admin_user, queue):  # noqa: F811
             queue_create(actor=admin_user, data={"name": name}, now=T0)
         Queue.objects.filter(name=name).update(retry_policies=policies)
     now = timezone.now()
-    executor = Executor.objects.create(
-        id="cluster-a", pool="default", backend="fake", registered_at=T0, last_heartbeat=now
-    )
-    for i in range(4):
-        Node.objects.create(
-            executor=executor,
-            name=f"node-{i}",
-            pool="default",
-            last_seen=now,
-            allocatable={"cpu": 16000, "memory": 64 * GI},
-        )
+    make_live_executor(now=now)
     for i, name in enumerate(["demo", "research", "research", "vision", "analytics"]):
         job_id = new_id()
         make_job(job_id, queue=name, state="running", submitted_at=now, last_transition_at=now)

@@ -12,7 +12,7 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from armada.models import Executor, Job, Node, Queue, RetryPolicy
+from armada.models import Job, Queue, RetryPolicy
 from armada.services.counters import counters_add, tally
 from armada.services.ids import new_id
 from armada.services.metric_history import metrics_sample
@@ -20,7 +20,7 @@ from armada.services.queues import queue_create
 from tests.browser.conftest import lookout_pages
 from tests.browser.test_policies_browser import fast_passwords, log_in, no_problems  # noqa: F401
 from tests.conftest import T0
-from tests.lookout.builders import make_job, make_run
+from tests.lookout.builders import make_job, make_live_executor, make_run
 
 GI = 1024**3 * 1000
 DECISIONS = "armada_scheduler_retry_policy_decisions_total"
@@ -39,17 +39,7 @@ def demo_data(fast_passwords, admin_user, queue):  # noqa: F811
     RetryPolicy.objects.create(name="ml", retry_limit=3, created_at=T0, updated_at=T0)
     Queue.objects.filter(name="demo").update(retry_policies=["ml"])
     queue_create(actor=admin_user, data={"name": "research", "priorityFactor": 2}, now=T0)
-    executor = Executor.objects.create(
-        id="cluster-a", pool="default", backend="fake", registered_at=T0, last_heartbeat=now
-    )
-    for i in range(4):
-        Node.objects.create(
-            executor=executor,
-            name=f"node-{i}",
-            pool="default",
-            last_seen=now,
-            allocatable={"cpu": 16000, "memory": 64 * GI},
-        )
+    make_live_executor(now=now)
     ids: dict[str, str] = {}
     plan = [
         ("demo", "train-7", "failed", "oom", "memory", "fail_policy_limit", False, 137),
@@ -215,7 +205,7 @@ def test_the_pages_fit_a_phone_screen_and_keyboard_reaches_the_filters(page, dem
     expect(page.get_by_role("link", name="Skip to content")).to_be_focused()
     page.keyboard.press("Enter")
     page.keyboard.press("Tab")
-    assert page.evaluate("document.activeElement.closest('#grid-toolbar') !== null")
+    expect(page.locator("#grid-toolbar :focus")).to_have_count(1)
     page.set_viewport_size({"width": 390, "height": 844})
     job_id = demo_data["failed-oom"]
     for path in lookout_pages(job_id):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from armada.models import Job, Run
+from armada.models import Executor, Job, Node, Run
 from tests.conftest import T0, at
 
 
@@ -32,3 +32,20 @@ def make_run(run_id: str, job_id: str, **fields: Any) -> Run:
     }
     values.update(fields)
     return Run.objects.create(id=run_id, job_id=job_id, **values)
+
+
+def make_live_executor(name: str = "cluster-a", *, nodes: int = 4, now: Any) -> Executor:
+    """A registered executor that heartbeat at ``now``, with ``nodes`` nodes of 16 cpu and
+    64Gi each (quantities in milli-units)."""
+    executor = Executor.objects.create(
+        id=name, pool="default", backend="fake", registered_at=T0, last_heartbeat=now
+    )
+    for i in range(nodes):
+        Node.objects.create(
+            executor=executor,
+            name=f"node-{i}",
+            pool="default",
+            last_seen=now,
+            allocatable={"cpu": 16000, "memory": 64 * 1024**3 * 1000},
+        )
+    return executor

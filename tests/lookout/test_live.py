@@ -14,29 +14,22 @@ from django.conf import settings
 from django.db import connection
 
 from armada.models import Event
-from armada.services.queues import queue_create
 from lookout import live_views
 from lookout.live_views import Viewer, coalesce
-from tests.conftest import T0
-from tests.lookout.live_sse import ACCEPT, append, client_of, last_id, open_stream, parse
+from tests.lookout.live_sse import (
+    ACCEPT,
+    append,
+    client_of,
+    last_id,
+    open_stream,
+    parse,
+)
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("close_stream_thread_connections"),
+]
 needs_redis = pytest.mark.skipif(not settings.REDIS_URL, reason="REDIS_URL is not set")
-
-
-@pytest.fixture(autouse=True)
-def _close_stream_thread_connections():
-    """The stream reads in the loop's worker threads; close what they may have left."""
-    from django.db import connections
-
-    yield
-    asyncio.run(sync_to_async(connections.close_all)())
-
-
-@pytest.fixture
-def other(admin_user):
-    """Queue ``other``: ``olive`` may not watch it."""
-    return queue_create(actor=admin_user, data={"name": "other"}, now=T0)
 
 
 def test_without_after_the_stream_starts_at_the_last_event(queue, owner):

@@ -12,27 +12,19 @@ from asgiref.sync import sync_to_async
 from django.test import AsyncClient
 
 from armada.models import Queue
-from armada.services.queues import queue_create
 from lookout import live_views
-from tests.conftest import T0
-from tests.lookout.live_sse import ACCEPT, append, client_of, last_id, open_stream
+from tests.lookout.live_sse import (
+    ACCEPT,
+    append,
+    client_of,
+    last_id,
+    open_stream,
+)
 
-pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture(autouse=True)
-def _close_stream_thread_connections():
-    """The stream reads in the loop's worker threads; close what they may have left."""
-    from django.db import connections
-
-    yield
-    asyncio.run(sync_to_async(connections.close_all)())
-
-
-@pytest.fixture
-def other(admin_user):
-    """Queue ``other``: ``olive`` may not watch it."""
-    return queue_create(actor=admin_user, data={"name": "other"}, now=T0)
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("close_stream_thread_connections"),
+]
 
 
 def test_only_jobs_of_queues_the_viewer_may_watch(queue, other, owner, admin_user):

@@ -9,12 +9,9 @@ from dataclasses import replace
 import pytest
 from django.http import QueryDict
 
-from armada.core.states import EventType
-from armada.models import Event
 from lookout.grid import pages
 from lookout.grid.pages import grid_page
 from lookout.grid.params import GridParams
-from tests.conftest import at
 from tests.lookout.builders import make_job
 
 pytestmark = pytest.mark.django_db
@@ -52,32 +49,3 @@ def test_a_broad_job_set_prefix_pages_exactly_like_a_narrow_one(
     assert walk(admin_user, f"job_set=team-1/&dir={direction}", page_size=2) == [
         j for j in narrow if int(j[3:]) % 3 == 1
     ]
-
-
-def test_the_job_page_shows_the_latest_events_and_links_to_all(
-    client, admin_user, queue, monkeypatch
-):
-    make_job("01e1", state="running")
-    Event.objects.bulk_create(
-        Event(
-            created=at(i),
-            queue="demo",
-            job_set="set-1",
-            job_id="01e1",
-            type=EventType.RUNNING if i % 2 else EventType.PENDING,
-            payload={"node": f"node-{i}"},
-        )
-        for i in range(7)
-    )
-    monkeypatch.setattr("lookout.panel_parts.EVENTS_SHOWN", 3)
-    client.force_login(admin_user)
-    response = client.get("/jobs/01e1")
-    shown = [item["event"].payload["node"] for item in response.context["events"]]
-    assert shown == ["node-4", "node-5", "node-6"]  # the latest three, in order
-    html = response.content.decode()
-    assert "The last 3 of 7 events" in html and "?events=all" in html
-    every = client.get("/jobs/01e1", {"events": "all"})
-    assert [item["event"].payload["node"] for item in every.context["events"]] == [
-        f"node-{i}" for i in range(7)
-    ]
-    assert "The last" not in every.content.decode()
