@@ -77,6 +77,9 @@ class Job(models.Model):
             models.Index(fields=["queue", "id"], name="job_lookout_queue_idx"),
             models.Index(fields=["queue", "state", "id"], name="job_lookout_queue_state_idx"),
             models.Index(fields=["failure_category", "id"], name="job_lookout_category_idx"),
+            # Sorting by submission time, and a submission-time range of few jobs (the grid
+            # reads its matches through this index; lookout.grid.pages).
+            models.Index(fields=["submitted_at", "id"], name="job_lookout_submitted_idx"),
             # It includes the id so that a page of a job-set prefix takes its ids from the
             # index alone and reads only its own rows.
             models.Index(

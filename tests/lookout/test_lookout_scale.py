@@ -1,6 +1,7 @@
 """What Lookout does differently at scale: a broad job-set prefix pages like a narrow one
-(counted through the index, read by walking the key), and the job page shows a job's latest
-events with a link to all of them. (Large group counts: tests/lookout/grid/test_groups_cache.)"""
+(counted through the index, read by walking the key), and so does a submission-time range,
+whichever way it is read. (Large group counts: tests/lookout/grid/test_groups_cache; a job's
+latest events: tests/lookout/test_job_page.)"""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from django.http import QueryDict
 from lookout.grid import pages
 from lookout.grid.pages import grid_page
 from lookout.grid.params import GridParams
+from tests.conftest import at
 from tests.lookout.builders import make_job
 
 pytestmark = pytest.mark.django_db
@@ -49,3 +51,30 @@ def test_a_broad_job_set_prefix_pages_exactly_like_a_narrow_one(
     assert walk(admin_user, f"job_set=team-1/&dir={direction}", page_size=2) == [
         j for j in narrow if int(j[3:]) % 3 == 1
     ]
+
+
+@pytest.mark.parametrize("direction", ["desc", "asc"])
+def test_a_submission_time_range_pages_the_same_whichever_way_it_is_read(
+    admin_user, queue, monkeypatch, direction
+):
+    """A range of few jobs is read through the submission-time index and sorted, a broad one
+    or one reaching the newest job by walking the key: the pages are the same."""
+    for i in range(20):
+        # Ids in submission order, as a submit makes them.
+        make_job(f"01r{i:02d}", submitted_at=at(i * 60))
+    old = f"submitted_from={at(3 * 60).isoformat()}&submitted_to={at(11 * 60).isoformat()}"
+    recent = f"submitted_from={at(15 * 60).isoformat()}"
+    expected_old = [f"01r{i:02d}" for i in range(3, 12)]
+    expected_recent = [f"01r{i:02d}" for i in range(15, 20)]
+    if direction == "desc":
+        expected_old.reverse()
+        expected_recent.reverse()
+    for query, expected in ((old, expected_old), (recent, expected_recent)):
+        query = f"{query}&dir={direction}".replace("+", "%2B")
+        assert walk(admin_user, query, page_size=4) == expected
+    assert pages._newest_in_range(at(15 * 60), None)
+    assert not pages._newest_in_range(at(3 * 60), at(11 * 60))
+    assert not pages._broad_range(at(3 * 60), at(11 * 60))
+    monkeypatch.setattr(pages, "BROAD_RANGE_MATCHES", 5)
+    assert pages._broad_range(at(3 * 60), at(11 * 60))
+    assert walk(admin_user, f"{old}&dir={direction}".replace("+", "%2B"), 4) == expected_old
