@@ -86,7 +86,7 @@
       const data = JSON.parse(event.data);
       seen(data.cursor);
       reconnectDelay = RETRY_MIN_MS;
-      if (!/^Updated /.test(status.textContent)) setStatus("Live");
+      if (!/^Updated /.test(status.textContent)) setStatus("Following events");
       if (catchUp) {
         catchUp = false;
         pageRows().forEach(function (row) {

@@ -109,7 +109,7 @@ def test_expand_collapse_and_page_through_groups(open_page, grouped, screenshot)
     """On the ASGI server, as deployed: the live updates' stream is open beside the groups."""
     page = open_page()
     log_in(page, VIEW)
-    expect(page.locator("#grid-live-status")).to_have_text("Live", timeout=LIVE_TIMEOUT)
+    expect(page.locator("#grid-live-status")).to_have_text("Following events", timeout=LIVE_TIMEOUT)
     top = page.locator('tr.group-row[data-level="1"]')
     expect(top).to_have_count(3)
     # Largest first, each with its total and its jobs per state as text.

@@ -99,7 +99,7 @@ def row(page, job_id: str):
 def open_grid(page, path: str = "/") -> None:
     log_in(page, path, "olive", "olive-password")
     expect(row(page, JOBS[0])).to_be_visible()
-    expect(page.locator("#grid-live-status")).to_have_text("Live", timeout=LIVE_TIMEOUT)
+    expect(page.locator("#grid-live-status")).to_have_text("Following events", timeout=LIVE_TIMEOUT)
     page.evaluate("window.__noReload = true")  # a reload would wipe it
 
 
@@ -209,7 +209,7 @@ def test_the_grouped_view_updates_open_job_rows_and_says_counts_change_on_reload
     expanded = quote(json.dumps([["queue", "demo"]]))
     log_in(page, f"/?group=queue&expanded={expanded}", "olive", "olive-password")
     expect(row(page, "job-a")).to_be_visible()  # in the open group
-    expect(page.locator("#grid-live-status")).to_have_text("Live", timeout=LIVE_TIMEOUT)
+    expect(page.locator("#grid-live-status")).to_have_text("Following events", timeout=LIVE_TIMEOUT)
     expect(page.locator("#grid-live-note")).to_have_text("Group counts update on reload")
     counts = page.locator("#job-rows tr:not(.job-row)").first.inner_text()
     cancel(owner, "job-a")

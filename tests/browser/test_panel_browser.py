@@ -94,7 +94,7 @@ def test_a_row_opens_the_panel_with_tabs_by_keyboard_and_escape_returns_to_it(
     expect(row(page, job_id)).to_have_class(re.compile("panel-row"))
     # Live updates back on for the picture: rows read again keep the open job marked.
     page.get_by_role("button", name="Live").click()
-    expect(page.locator("#grid-live-status")).to_have_text("Live")
+    expect(page.locator("#grid-live-status")).to_have_text("Following events")
     expect(row(page, job_id)).to_have_class(re.compile("panel-row"))
     page.evaluate("() => document.activeElement.blur()")
     screenshot(page, "job-panel")
