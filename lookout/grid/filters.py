@@ -88,7 +88,7 @@ RANGE_FILTERS: tuple[tuple[str, str, str, str], ...] = (
     ("submitted_from", "submitted_to", "submitted", "time"),
     ("in_state_from", "in_state_to", "in_state", "time"),
 )
-# Columns ``with_exact`` narrows (GROUPS' group values) -> the field that holds the value.
+# Columns ``with_exact`` narrows (a group's value, lookout.grid.groups) -> the field that holds the value.
 EXACT_COLUMNS: dict[str, str] = {
     "queue": "queues",
     "job_set": "job_set_exact",
@@ -109,7 +109,7 @@ EXACT_COLUMNS: dict[str, str] = {
 @dataclass(frozen=True)
 class AnnotationFilter:
     """``key=value`` (``value`` set), ``key`` exists (``value`` None), or, with
-    ``missing``, the job has no such annotation (GROUPS' "(none)" group)."""
+    ``missing``, the job has no such annotation (the "(none)" group of a grouping)."""
 
     key: str
     value: str | None = None
