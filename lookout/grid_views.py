@@ -91,11 +91,7 @@ def rows(request: HttpRequest) -> HttpResponse:
             raise FilterError("ids", "a job id is at most 64 characters")
         params = GridParams.from_request(request)
     except FilterError as exc:
-        return HttpResponse(
-            f"invalid request: {exc.field}: {exc.message}",
-            status=400,
-            content_type="text/plain; charset=utf-8",
-        )
+        return _json_error(exc.field, exc.message)
     context = {"rows": rows_for(request.user, params, ids), "params": params, "now": timezone.now()}
     return render(request, "lookout/grid/_rows.html", context)
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from urllib.parse import quote
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
@@ -184,7 +184,11 @@ def _job_rows(request: HttpRequest, params: GridParams, path: Path, colspan: int
 
 
 def _bad_request(exc: FilterError) -> HttpResponse:
-    return HttpResponse(str(exc), status=400, content_type="text/plain; charset=utf-8")
+    """The API's error shape: the grid's script shows its message below the group."""
+    return JsonResponse(
+        {"message": str(exc), "errors": [{"field": exc.field, "message": exc.message}]},
+        status=400,
+    )
 
 
 @login_required

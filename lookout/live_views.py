@@ -54,8 +54,8 @@ from django.db import connection
 from django.http import (
     HttpRequest,
     HttpResponse,
-    HttpResponseBadRequest,
     HttpResponseNotAllowed,
+    JsonResponse,
     StreamingHttpResponse,
 )
 
@@ -63,6 +63,7 @@ from armada.api import wakeups
 from armada.models import Event
 from armada.services.authz import watchable_queues
 from armada.services.dbfaults import DATABASE_ERRORS, read_again_if_lost
+from armada.web.inputs import whole_number
 
 log = logging.getLogger(__name__)
 
@@ -198,9 +199,10 @@ def _cursor(request: HttpRequest) -> tuple[int | None, str | None]:
     ):
         if raw is None or raw == "":
             continue
-        if not raw.isdigit():  # digits only: no sign, no spaces, no "1e3"
+        cursor = whole_number(raw)  # ASCII digits only: no sign, "1e3", "²" or 10**40
+        if cursor is None or raw != raw.strip():
             return None, field
-        return int(raw), None
+        return cursor, None
     return None, None
 
 
@@ -220,8 +222,10 @@ async def grid_live(request: HttpRequest) -> HttpResponse:
         return redirect_to_login(request.get_full_path())
     after, bad = _cursor(request)
     if bad is not None:
-        return HttpResponseBadRequest(
-            f"{bad}: must be a non-negative event id", content_type="text/plain"
+        message = "must be a non-negative event id"
+        return JsonResponse(
+            {"message": f"{bad}: {message}", "errors": [{"field": bad, "message": message}]},
+            status=400,
         )
     try:
         latest = await _read(last_event_id)

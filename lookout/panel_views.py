@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, HttpResponseNotModified
+from django.http import HttpRequest, HttpResponse, HttpResponseNotModified, JsonResponse
 from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_safe
@@ -100,9 +100,8 @@ def panel_refusal(request: HttpRequest, refused: Refused, *, whole: bool = True)
 
 
 def _text_refusal(refused: Refused) -> HttpResponse:
-    return HttpResponse(
-        refused.message, status=refused.status, content_type="text/plain; charset=utf-8"
-    )
+    """A refused log read: the API's error shape, whose message the log viewer shows."""
+    return JsonResponse({"message": refused.message}, status=refused.status)
 
 
 @login_required

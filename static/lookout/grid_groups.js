@@ -181,6 +181,15 @@
     return row;
   }
 
+  // A refusal is the API's error shape: {"message": ..., "errors": [...]}.
+  function refusal(text) {
+    try {
+      return JSON.parse(text).message || text;
+    } catch (err) {
+      return text;
+    }
+  }
+
   function expand(row) {
     var toggle = toggleOf(row);
     if (!toggle || row.getAttribute("data-expanded") === "true" || row.dataset.loading) {
@@ -192,7 +201,7 @@
       .then(function (answer) {
         if (!answer.ok) {
           // Shown below the group (collapsing removes it); the URL does not keep it open.
-          var message = answer.status === 400 ? answer.text : "The group could not be opened";
+          var message = answer.status === 400 ? refusal(answer.text) : "The group could not be opened";
           errorRow(row, levelOf(row) + 1, message + " (" + answer.status + ")");
           setExpanded(row, true);
           return;

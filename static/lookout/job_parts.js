@@ -148,9 +148,10 @@
         state.notice = "Your session has ended: reload the page to log in again.";
         return Promise.resolve();
       }
-      return response.text().then(function (message) {
-        state.notice = "Following stopped: " + message;
-      });
+      return response.json().then(
+        function (answer) { state.notice = "Following stopped: " + answer.message; },
+        function () { state.notice = "Following stopped: the server answered " + response.status; }
+      );
     }
 
     function schedule() {

@@ -184,7 +184,7 @@ def test_a_viewer_expands_only_what_they_may_watch(client, owner, jobs):
 def test_bad_input_is_a_400_naming_the_parameter(as_admin, query, field):
     response = as_admin.get(f"/groups?{query}")
     assert response.status_code == 400
-    assert response.content.decode().startswith(f"{field}: ")
+    assert response.json()["message"].startswith(f"{field}: ")
 
 
 def test_too_many_open_groups_are_refused(admin_user, jobs):
