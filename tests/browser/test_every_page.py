@@ -14,22 +14,23 @@ from tests.browser.test_policies_browser import fast_passwords, log_in, no_probl
 DESKTOP = {"width": 1280, "height": 800}
 PHONE = {"width": 375, "height": 740}
 
-# (screenshot name or "", path, a selector that shows the page is ready). {job} is a failed
-# job with a decided run. The desktop pictures of most pages are taken by the tests of their
-# own part; this sweep adds what no other test shows.
+# (desktop screenshot, phone screenshot, path, a selector that shows the page is ready); {job}
+# is a failed job with a decided run. "" where another test takes that picture (the grid,
+# the decision metrics and the policies list take both of theirs; most pages their desktop
+# one).
 PAGES = [
-    ("", "/", "#job-rows tr.job-row"),
-    ("jobs-grouped-phone", "/?group=queue,job_set", "#job-rows tr.group-row"),
-    ("job-panel-phone", "/?job={job}", "#job-panel:not([hidden]) [role=tablist]"),
-    ("job-page-phone", "/jobs/{job}", "main h1"),
-    ("queues-phone", "/queues/", "main h1"),
-    ("queue-detail", "/queues/demo/", "main h1"),
-    ("", "/metrics/decisions", "main h1"),
-    ("", "/policies/", "main h1"),
-    ("policy-detail-phone", "/policies/ml/", "main h1"),
-    ("policy-edit-phone", "/policies/ml/edit", "main h1"),
-    ("", "/policies/new", "main h1"),
-    ("tokens", "/tokens/", "main h1"),
+    ("", "", "/", "#job-rows tr.job-row"),
+    ("", "jobs-grouped-phone", "/?group=queue,job_set", "#job-rows tr.group-row"),
+    ("", "job-panel-phone", "/?job={job}", "#job-panel:not([hidden]) [role=tablist]"),
+    ("", "job-page-phone", "/jobs/{job}", "main h1"),
+    ("", "queues-phone", "/queues/", "main h1"),
+    ("queue-detail", "queue-detail-phone", "/queues/demo/", "main h1"),
+    ("", "", "/metrics/decisions", "main h1"),
+    ("", "", "/policies/", "main h1"),
+    ("", "policy-detail-phone", "/policies/ml/", "main h1"),
+    ("", "policy-edit-phone", "/policies/ml/edit", "main h1"),
+    ("", "policy-new-phone", "/policies/new", "main h1"),
+    ("tokens", "tokens-phone", "/tokens/", "main h1"),
 ]
 
 
@@ -46,13 +47,13 @@ def test_every_page_is_accessible_and_fits(page, demo_data, viewport, screenshot
     page.set_viewport_size(viewport)
     log_in(page, "/tokens/")
     job = demo_data["failed-oom"]
-    for name, path, ready in PAGES:
+    for desktop_name, phone_name, path, ready in PAGES:
         path = path.replace("{job}", job)
         page.goto(path)
         expect(page.locator(ready).first).to_be_visible()
         _check(page, path)
-        phone_shot = name.endswith("-phone")
-        if name and phone_shot == (viewport is PHONE):
+        name = phone_name if viewport is PHONE else desktop_name
+        if name:
             screenshot(page, name)
 
 
