@@ -11,6 +11,8 @@ naming it.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, HttpResponseNotModified, JsonResponse
@@ -29,6 +31,8 @@ from lookout.panel_queries import (
     run_log,
     run_visible,
 )
+
+T = TypeVar("T")
 
 # The panel's tabs, in order: (key, label).
 TABS = (
@@ -50,22 +54,22 @@ class Refused(Exception):
         self.message = message
 
 
-def visible_job(request: HttpRequest, job_id: str) -> Job:
+def _visible(read: Callable[..., T], **kwargs: Any) -> T:
+    """``read(**kwargs)``, its refusals as 404 (unknown) or 403 (not watched)."""
     try:
-        return job_visible(actor=request.user, job_id=job_id)
+        return read(**kwargs)
     except NotFound as exc:
         raise Refused(404, str(exc)) from None
     except PermissionDenied as exc:
         raise Refused(403, str(exc)) from None
+
+
+def visible_job(request: HttpRequest, job_id: str) -> Job:
+    return _visible(job_visible, actor=request.user, job_id=job_id)
 
 
 def _run(request: HttpRequest, run_id: str) -> Run:
-    try:
-        return run_visible(actor=request.user, run_id=run_id)
-    except NotFound as exc:
-        raise Refused(404, str(exc)) from None
-    except PermissionDenied as exc:
-        raise Refused(403, str(exc)) from None
+    return _visible(run_visible, actor=request.user, run_id=run_id)
 
 
 def _choice(request: HttpRequest, name: str, allowed: tuple[str, ...], default: str) -> str:

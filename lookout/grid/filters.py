@@ -294,6 +294,15 @@ def _run_text(field: str, prefix: str, exact: str) -> list[Q]:
     return conditions
 
 
+def in_range(qs: QuerySet[Job], field: str, low: Any, high: Any) -> QuerySet[Job]:
+    """``qs`` with ``field`` from ``low`` to ``high``, both included (None: no bound)."""
+    if low is not None:
+        qs = qs.filter(**{f"{field}__gte": low})
+    if high is not None:
+        qs = qs.filter(**{f"{field}__lte": high})
+    return qs
+
+
 def apply_filters(qs: QuerySet[Job], filters: JobFilters) -> QuerySet[Job]:
     """``qs`` narrowed to the jobs ``filters`` match."""
     f = filters
@@ -312,18 +321,9 @@ def apply_filters(qs: QuerySet[Job], filters: JobFilters) -> QuerySet[Job]:
     qs = _one_or_many(qs, "priority_class", f.priority_classes)
     qs = _one_or_many(qs, "failure_category", f.categories)
     qs = _one_or_many(qs, "failure_subcategory", f.subcategories)
-    if f.priority_min is not None:
-        qs = qs.filter(priority__gte=f.priority_min)
-    if f.priority_max is not None:
-        qs = qs.filter(priority__lte=f.priority_max)
-    if f.submitted_from is not None:
-        qs = qs.filter(submitted_at__gte=f.submitted_from)
-    if f.submitted_to is not None:
-        qs = qs.filter(submitted_at__lte=f.submitted_to)
-    if f.in_state_from is not None:
-        qs = qs.filter(last_transition_at__gte=f.in_state_from)
-    if f.in_state_to is not None:
-        qs = qs.filter(last_transition_at__lte=f.in_state_to)
+    qs = in_range(qs, "priority", f.priority_min, f.priority_max)
+    qs = in_range(qs, "submitted_at", f.submitted_from, f.submitted_to)
+    qs = in_range(qs, "last_transition_at", f.in_state_from, f.in_state_to)
     qs = _apply_annotations(qs, f.annotations)
     return _apply_run_filters(qs, f)
 

@@ -19,7 +19,7 @@ from armada.core.quantity import CPU, GPU, MEMORY, format_quantity
 from armada.models import Job, Run
 from lookout.grid.columns import COLUMNS
 from lookout.grid.cursors import checked_cursor, encode_cursor
-from lookout.grid.filters import apply_filters, jobs_visible
+from lookout.grid.filters import apply_filters, in_range, jobs_visible
 from lookout.grid.params import GridParams
 
 MAX_ROW_IDS = 200
@@ -191,11 +191,7 @@ def _newest_in_range(start: datetime | None, end: datetime | None) -> bool:
 def _broad_range(start: datetime | None, end: datetime | None) -> bool:
     """Whether at least ``BROAD_RANGE_MATCHES`` jobs were submitted between ``start`` and
     ``end``: counted through the submission-time index, stopping at that many."""
-    qs = Job.objects.order_by()
-    if start is not None:
-        qs = qs.filter(submitted_at__gte=start)
-    if end is not None:
-        qs = qs.filter(submitted_at__lte=end)
+    qs = in_range(Job.objects.order_by(), "submitted_at", start, end)
     return qs.values("submitted_at")[:BROAD_RANGE_MATCHES].count() >= BROAD_RANGE_MATCHES
 
 
