@@ -53,7 +53,6 @@ QUEUE = "live-bench"
 WATCHER = "watcher"
 PASSWORD = "bench-password"  # noqa: S105 - a throw-away database
 STATES = ("queued", "leased", "pending", "running")
-CHROMIUM = "/usr/bin/chromium"
 
 
 # --- the database --------------------------------------------------------------------------
@@ -274,75 +273,6 @@ def stream_part(args, base: str, db_url: str) -> None:
     )
 
 
-def browser_part(args, base: str, db_url: str) -> None:
-    from playwright.sync_api import expect, sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        page = browser.new_page(viewport={"width": 1280, "height": 800})
-        # How long the page's reads of /rows take, to tell them from the stream's share.
-        page.add_init_script(
-            """(() => {
-                const fetch = window.fetch.bind(window);
-                window.__fetches = [];
-                window.fetch = async (url, options) => {
-                    const start = performance.now();
-                    const answer = await fetch(url, options);
-                    await answer.clone().text();
-                    if (String(url).includes("/rows?")) {
-                        window.__fetches.push(performance.now() - start);
-                    }
-                    return answer;
-                };
-            })()"""
-        )
-        page.goto(f"{base}/login?next=/%3Fqueue%3D{QUEUE}")
-        page.fill("#id_username", WATCHER)
-        page.fill("#id_password", PASSWORD)
-        page.click("form.login-form button[type=submit]")
-        expect(page.locator("#job-rows tr.job-row").first).to_be_visible(timeout=30_000)
-        expect(page.locator("#grid-live-status")).to_have_text("Live", timeout=30_000)
-        page.evaluate(
-            """() => {
-                window.__rows = [];
-                const seen = (tr, t) => window.__rows.push([tr.dataset.jobId, tr.dataset.state, t]);
-                new MutationObserver(records => {
-                    const t = Date.now();
-                    for (const r of records) {
-                        for (const n of r.addedNodes) {
-                            if (n.nodeType === 1 && n.matches("tr.job-row")) seen(n, t);
-                        }
-                    }
-                }).observe(document.getElementById("job-rows"), {childList: true});
-            }"""
-        )
-        visible = page.eval_on_selector_all(
-            "#job-rows tr.job-row", "rows => rows.map(r => r.dataset.jobId)"
-        )
-        changes, report = run_writer(args, db_url, page=visible)
-        time.sleep(5)  # the last changes reach the page
-        rows = page.evaluate("window.__rows")
-        fetches = [ms / 1000 for ms in page.evaluate("window.__fetches")]
-        problems = page.evaluate("document.querySelectorAll('tr.live-stale').length")
-        browser.close()
-    latencies, missed = [], 0
-    for c in changes:
-        shown = [t for job, state, t in rows if job == c["job"] and state == c["state"]]
-        shown = [t / 1000 for t in shown if t / 1000 >= c["t"] - 0.05]
-        if shown:
-            latencies.append(min(shown) - c["t"])
-        else:
-            missed += 1
-    print(
-        f"browser: {len(visible)} rows on the page, {len(changes)} state changes at "
-        f"{args.browser_rate:g}/s beside {args.rate:g} events/s (writer behind "
-        f"{report['behind_s']} s), not shown {missed}, marked stale {problems}; "
-        f"commit -> row changed: {percentiles(latencies)}; of which the page's read of "
-        f"/rows: {percentiles(fetches)}",
-        flush=True,
-    )
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=1_000_000)
@@ -399,7 +329,15 @@ def main() -> None:
         )
         stream_part(args, base, db_url)
         if args.browser:
-            browser_part(args, base, db_url)
+            from lookout_live_browser import browser_part
+
+            browser_part(
+                args,
+                f"{base}/login?next=/%3Fqueue%3D{QUEUE}",
+                (WATCHER, PASSWORD),
+                lambda ids: run_writer(args, db_url, page=ids),
+                percentiles,
+            )
     finally:
         if server is not None:
             server.terminate()
