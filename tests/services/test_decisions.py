@@ -6,131 +6,24 @@ from __future__ import annotations
 
 import pytest
 
-from armada.core.config import parse_config
 from armada.executor.agent import ExecutorAgent
 from armada.executor.backends.fake import FakeBackend
-from armada.models import Event, Job, MetricCounter, RetryPolicy, Run
-from armada.services.policies import policy_create, policy_update
-from armada.services.policy_cache import policy_cache
+from armada.models import Job, MetricCounter
+from armada.services.policies import policy_create
 from armada.services.queues import queue_update
 from armada.services.scheduler import scheduler_cycle
-from armada.services.submit import job_submit
-from tests.conftest import at, container, job_file
+from tests.conftest import at
+from tests.services.decision_world import (
+    POLICY,
+    configure,
+    decisions,
+    drive,
+    failed_events,
+    runs,
+    submit,
+)
 
-pytestmark = pytest.mark.django_db
-
-FAKE = "fake.armadaproject.io/"
-CATEGORIES = {
-    "enabled": True,
-    "categories": [
-        {"name": "oom", "action": "Delete", "rules": [{"onConditions": ["OOMKilled"]}]},
-        {
-            "name": "internal",
-            "action": "Delete",
-            "rules": [{"onPodError": {"pattern": "was lost"}, "subcategory": "node-failure"}],
-        },
-        {
-            "name": "flaky",
-            "action": "Retain",
-            "rules": [{"onExitCodes": {"operator": "In", "values": [3]}}],
-        },
-        {
-            "name": "user-error",
-            "action": "Retain",
-            "rules": [{"onExitCodes": {"operator": "In", "values": [1]}}],
-        },
-    ],
-}
-POLICY = {
-    "apiVersion": "armadaproject.io/v1beta1",
-    "kind": "RetryPolicy",
-    "name": "training",
-    "retryLimit": 2,
-    "defaultAction": "Fail",
-    "rules": [
-        {"action": "Fail", "onCategory": "user-error"},
-        {"action": "Retry", "onCategory": "internal", "onSubcategory": "lease-expired"},
-        {
-            "action": "Retry",
-            "onCategory": "internal",
-            "onSubcategory": "node-failure",
-            "mutate": {"affinity": {"avoidSameNode": True}},
-        },
-        {
-            "action": "Retry",
-            "onCategory": "oom",
-            "mutate": {"resources": {"memory": {"factor": 1.5}}},
-        },
-        {"action": "Retry", "onCategory": "flaky"},
-    ],
-}
-
-
-@pytest.fixture(autouse=True)
-def fresh_cache():
-    policy_cache.__init__()
-    yield
-    policy_cache.__init__()
-
-
-def configure(settings, *, enabled=True, cap=5, nodes=2, default_policy=""):
-    config = {
-        "scheduling": {
-            "retryPolicy": {
-                "enabled": enabled,
-                "globalMaxRetries": cap,
-                "defaultPolicyName": default_policy,
-            }
-        },
-        "executors": [
-            {
-                "id": "test",
-                "trackedNodeLabels": ["kubernetes.io/hostname"],
-                "nodes": [
-                    {"name": "n", "count": nodes, "allocatable": {"cpu": "8", "memory": "32Gi"}}
-                ],
-                "errorCategories": CATEGORIES,
-            }
-        ],
-    }
-    if enabled is False:
-        config["scheduling"]["retryPolicy"] = {"enabled": False}
-    settings.ARMADA = parse_config(config)
-    return ExecutorAgent(settings.ARMADA.executors[0], FakeBackend())
-
-
-@pytest.fixture
-def with_policy(queue, admin_user):
-    policy_create(actor=admin_user, data=POLICY, now=at(0))
-    queue_update(actor=admin_user, name="demo", data={"retryPolicies": ["training"]}, now=at(0))
-
-
-def submit(owner, annotations=None, memory="1Gi", extra_annotations=None) -> str:
-    ann = {FAKE + k: v for k, v in (annotations or {}).items()} | (extra_annotations or {})
-    spec = {"annotations": ann, "podSpec": {"containers": [container("1", memory)]}}
-    return job_submit(actor=owner, data=job_file(jobs=[spec]), now=at(0))[0]
-
-
-def drive(agent, seconds: range) -> None:
-    """A scheduler cycle and an executor tick each second."""
-    for t in seconds:
-        scheduler_cycle(now=at(t))
-        agent.tick(at(t + 0.5))
-
-
-def runs(job_id: str) -> list[Run]:
-    return list(Run.objects.filter(job_id=job_id).order_by("leased_at", "id"))
-
-
-def failed_events(job_id: str) -> list[dict]:
-    return [e.payload for e in Event.objects.filter(job_id=job_id, type="failed").order_by("id")]
-
-
-def decisions() -> dict[tuple, int]:
-    return {
-        (c.labels["queue"], c.labels["policy"], c.labels["decision"]): c.value
-        for c in MetricCounter.objects.filter(name="armada_scheduler_retry_policy_decisions_total")
-    }
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_policy_cache")]
 
 
 def test_flag_off_is_exactly_the_legacy_behaviour(settings, queue, owner, admin_user):
@@ -292,105 +185,6 @@ def test_a_retried_category_left_as_retain_collides_until_max_runs_exceeded(
     assert "exist" not in job.terminal_message and "collision" not in job.terminal_message
     assert job.failure_count == 1  # lease returns used none of the retry budget
     assert [e["retryable"] for e in failed_events(job_id)] == [True, False]
-
-
-def test_a_policy_update_takes_effect_after_the_cache_refreshes(
-    settings, with_policy, owner, admin_user
-):
-    agent = configure(settings)
-    agent.tick(at(0))
-    policy_cache.policies(now=at(0))  # loaded: oom is retried
-    policy_update(
-        actor=admin_user,
-        name="training",
-        data={**POLICY, "rules": [{"action": "Fail", "onCategory": "oom"}]},
-        now=at(0),
-    )
-    job_id = submit(owner, {"condition": "OOMKilled"})
-    drive(agent, range(1, 4))  # within queueRefreshPeriod (10s): the old version decides
-    assert runs(job_id)[0].decision["decision"] == "retry"
-    assert runs(job_id)[0].decision["policyVersion"] == 1
-    later = submit(owner, {"condition": "OOMKilled"})
-    drive(agent, range(11, 15))
-    assert runs(later)[0].decision["decision"] == "fail_rule"
-    assert runs(later)[0].decision["policyVersion"] == 2
-
-
-def test_an_invalid_stored_policy_is_skipped_and_its_queues_are_legacy(
-    settings, with_policy, owner
-):
-    RetryPolicy.objects.filter(name="training").update(
-        rules=[{"action": "Sometimes", "onCategory": "oom"}]
-    )
-    agent = configure(settings)
-    agent.tick(at(0))
-    job_id = submit(owner, {"condition": "OOMKilled"})
-    drive(agent, range(1, 5))
-    assert len(runs(job_id)) == 1
-    assert runs(job_id)[0].decision["decision"] == "not_retried"
-
-
-def test_the_default_policy_applies_to_queues_without_one(settings, queue, owner, admin_user):
-    policy_create(actor=admin_user, data=POLICY, now=at(0))
-    agent = configure(settings, default_policy="training")
-    agent.tick(at(0))
-    job_id = submit(owner, {"exitCode": "1"})
-    drive(agent, range(1, 4))
-    assert runs(job_id)[0].decision["policy"] == "training"
-
-
-def test_decisions_are_on_metrics(settings, with_policy, owner, client):
-    agent = configure(settings)
-    agent.tick(at(0))
-    submit(owner, {"exitCode": "1"})
-    drive(agent, range(1, 4))
-    text = client.get("/metrics").content.decode()
-    assert (
-        'armada_scheduler_retry_policy_decisions_total{decision="fail_rule",policy="training",pool="default",queue="demo"} 1.0'
-        in text
-    )
-
-
-def test_the_policy_cache_fails_open_on_a_refresh_error(
-    settings, with_policy, owner, monkeypatch, caplog
-):
-    from django.db import DatabaseError
-
-    agent = configure(settings)
-    agent.tick(at(0))
-    assert set(policy_cache.policies(now=at(0))) == {"training"}
-
-    def broken(*args, **kwargs):
-        raise DatabaseError("the database went away")
-
-    monkeypatch.setattr(RetryPolicy.objects, "all", broken)
-    job_id = submit(owner, {"condition": "OOMKilled"})
-    drive(agent, range(20, 24))  # past queueRefreshPeriod: the refresh fails
-    assert runs(job_id)[0].decision["decision"] == "retry"  # the last good policies decided
-    assert policy_cache.refresh_failures >= 1
-    assert "still serving the 1 policies" in caplog.text
-
-
-def test_decision_counters_reset_on_the_configured_interval(settings, with_policy, owner):
-    from armada.services.counters import counters_reset_if_due
-
-    agent = configure(settings)
-    agent.tick(at(0))
-    submit(owner, {"exitCode": "1"})
-    drive(agent, range(1, 4))
-    assert decisions() == {("demo", "training", "fail_rule"): 1}
-    # The first cycle (at 1s) started the clock with metrics.jobStateMetricsResetInterval (12h).
-    interval = settings.ARMADA.metrics.job_state_metrics_reset_interval
-    assert interval == 12 * 3600
-    names = ["armada_scheduler_retry_policy_decisions_total"]
-    assert counters_reset_if_due(names=names, now=at(interval), interval_seconds=interval) is False
-    assert decisions() == {("demo", "training", "fail_rule"): 1}
-    scheduler_cycle(now=at(interval + 2))  # the cycle resets them
-    assert decisions() == {}
-    assert (
-        counters_reset_if_due(names=names, now=at(interval + 3), interval_seconds=interval) is False
-    )
-    assert MetricCounter.objects.filter(name="armada_executor_job_failure_category_total").exists()
 
 
 def test_a_memory_bump_that_no_node_can_hold_is_retry_unschedulable(settings, with_policy, owner):
