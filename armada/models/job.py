@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 from django.db import models
-from django.db.models.fields.json import KeyTransform
 
 from armada.core.states import JobState, RunState
 
@@ -56,6 +55,18 @@ class Job(models.Model):
     terminal_message = models.TextField(blank=True)
     failure_category = models.CharField(max_length=63, blank=True)
     failure_subcategory = models.CharField(max_length=63, blank=True)
+    # What the job's latest run says, copied onto the job where that run is leased and
+    # changed (``services.latest_run``), so that Lookout filters and groups on it read job
+    # columns: the run (the one with the greatest id), its executor (Lookout's "cluster"),
+    # node and pool, its exit code, whether it was retryable and its decision's label.
+    # Empty / None until the job's first lease.
+    latest_run_id = models.CharField(max_length=26, blank=True, default="")
+    latest_executor = models.CharField(max_length=63, blank=True, default="")
+    latest_node = models.CharField(max_length=253, blank=True, default="")
+    latest_pool = models.CharField(max_length=63, blank=True, default="")
+    latest_exit_code = models.IntegerField(null=True, blank=True)
+    latest_retryable = models.BooleanField(null=True, blank=True)
+    latest_decision = models.CharField(max_length=32, blank=True, default="")
 
     class Meta:
         ordering = ["id"]
@@ -80,6 +91,8 @@ class Job(models.Model):
             # Sorting by submission time, and a submission-time range of few jobs (the grid
             # reads its matches through this index; lookout.grid.pages).
             models.Index(fields=["submitted_at", "id"], name="job_lookout_submitted_idx"),
+            # The same for a time-in-state range (the time of the last transition).
+            models.Index(fields=["last_transition_at", "id"], name="job_lookout_transition_idx"),
             # It includes the id so that a page of a job-set prefix takes its ids from the
             # index alone and reads only its own rows.
             models.Index(
@@ -87,6 +100,19 @@ class Job(models.Model):
                 include=["id"],
                 name="job_lookout_jobset_id_idx",
                 opclasses=["varchar_pattern_ops"],
+            ),
+            # Lookout's filters and groups on the latest run. Partial: a job that was never
+            # leased (or never failed) is in none of them, so a submit writes none of them.
+            *(
+                models.Index(fields=[name, "id"], name=f"job_{name}_idx", condition=condition)
+                for name, condition in (
+                    ("latest_node", ~models.Q(latest_node="")),
+                    ("latest_executor", ~models.Q(latest_executor="")),
+                    ("latest_pool", ~models.Q(latest_pool="")),
+                    ("latest_exit_code", models.Q(latest_exit_code__isnull=False)),
+                    ("latest_retryable", models.Q(latest_retryable__isnull=False)),
+                    ("latest_decision", ~models.Q(latest_decision="")),
+                )
             ),
         ]
 
@@ -138,9 +164,6 @@ class Run(models.Model):
             models.Index(fields=["state", "leased_at"], name="run_state_idx"),
             # A job's latest run is its run with the greatest id (ids sort by creation).
             models.Index(fields=["job", "id"], name="run_lookout_latest_idx"),
-            # Lookout's filters on the latest run's node and decision label.
-            models.Index(fields=["node"], name="run_lookout_node_idx"),
-            models.Index(KeyTransform("decision", "decision"), name="run_lookout_decision_idx"),
         ]
 
     def __str__(self) -> str:

@@ -176,6 +176,21 @@ def _copy_text(field: Field) -> Callable[[Any], str]:
     return prepared
 
 
+def values_table(name: str, rows: Sequence[Sequence[str]]) -> tuple[str, list]:
+    """A common table expression ``name`` (``"v(a, b)"``) holding ``rows`` of text, with its
+    parameters: one array parameter per column on PostgreSQL (``unnest``), a ``VALUES`` list
+    elsewhere (keep such lists to a few thousand rows)."""
+    width = len(rows[0])
+    if connection.vendor == "postgresql":
+        arrays = ", ".join(["%s::text[]"] * width)
+        return f"{name} AS (SELECT * FROM unnest({arrays}))", [
+            list(c) for c in zip(*rows, strict=True)
+        ]
+    row = "(" + ", ".join(["%s"] * width) + ")"
+    params = [value for r in rows for value in r]
+    return f"{name} AS (VALUES {', '.join([row] * len(rows))})", params
+
+
 def sql_in(column: str, values: Sequence[Any]) -> tuple[str, list]:
     """SQL saying ``column`` is one of ``values``, with its parameters: one array parameter
     on PostgreSQL (``= ANY``), ``IN (...)`` elsewhere (keep such lists to a few thousand)."""

@@ -18,6 +18,7 @@ from django.db import transaction
 from armada.core.reports import RunReport
 from armada.core.states import JOB_STATE_FOR_RUN, EventType, JobState, RunState, run_can_move
 from armada.models import Event, Job, Run, RunLog
+from armada.services import latest_run
 from armada.services.bulk import bulk_update_fields
 from armada.services.counters import counters_add, tally
 from armada.services.events import NewEvent, events_append
@@ -61,6 +62,7 @@ JOB_FIELDS = [
     "pod_spec",
     "requests",
     "mutations",
+    *latest_run.FIELDS,
 ]
 
 
@@ -130,7 +132,10 @@ class Changes:
     def write(self) -> None:
         """Rows first (already locked, jobs before runs), then the events, which take the
         event-log lock, then the counters, which are written only under that lock (see
-        ``services.locking``)."""
+        ``services.locking``). Each run is copied onto its job (``services.latest_run``)."""
+        for run in self.runs.values():
+            if (job := self.jobs.get(run.job_id)) is not None:
+                latest_run.copy_to_job(run, job)
         bulk_update_fields(list(self.runs.values()), RUN_FIELDS)
         bulk_update_fields(list(self.jobs.values()), JOB_FIELDS)
         events_append(events=self.events)

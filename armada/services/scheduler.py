@@ -43,7 +43,8 @@ from armada.core.scheduling import (
 )
 from armada.core.states import EventType, JobState, RunState
 from armada.models import Executor, Job, Node, Queue, Run
-from armada.services.bulk import insert_rows, sql_in
+from armada.services import latest_run
+from armada.services.bulk import insert_rows, values_table
 from armada.services.counters import counters_reset_if_due
 from armada.services.cycle_metrics import cycle_metrics_write
 from armada.services.decisions import DECISIONS_COUNTER, GANG_SKIPPED_COUNTER, failures_decide
@@ -277,21 +278,24 @@ def _avoidance(db: JobDb, rows: list[Node]) -> Callable[[Iterator[QueuedJob]], I
 def _write_leases(leases: list[tuple[str, Lease]], now: datetime) -> list[str]:
     """Create runs and move jobs to leased; only jobs still queued at commit time are leased
     (a job cancelled or changed meanwhile is left alone and seen again at the next sync)."""
+    new_runs: dict[str, tuple[str, str, str, str]] = {}  # job -> (run, executor, node, pool)
+    for pool, lease in leases:
+        new_runs.setdefault(lease.job_id, (new_id(), lease.executor, lease.node, pool))
     with transaction.atomic():
-        rows = _claim_queued([lease.job_id for _, lease in leases], now)
+        rows = _claim_queued(new_runs, now)
         runs, events = [], []
-        for pool, lease in leases:
-            row = rows.get(lease.job_id)
+        for job_id, (run_id, executor, node, pool) in new_runs.items():
+            row = rows.get(job_id)
             if row is None:
                 continue
             job_id, queue, job_set, requests = row
             if not isinstance(requests, dict):
                 requests = json.loads(requests)
             run = {
-                "id": new_id(),
+                "id": run_id,
                 "job_id": job_id,
-                "executor": lease.executor,
-                "node": lease.node,
+                "executor": executor,
+                "node": node,
                 "pool": pool,
                 "state": RunState.LEASED,
                 "requests": requests,
@@ -305,9 +309,9 @@ def _write_leases(leases: list[tuple[str, Lease]], now: datetime) -> list[str]:
                     queue=queue,
                     job_set=job_set,
                     job_id=job_id,
-                    run_id=run["id"],
+                    run_id=run_id,
                     created=now,
-                    payload={"clusterId": lease.executor, "nodeName": lease.node, "pool": pool},
+                    payload={"clusterId": executor, "nodeName": node, "pool": pool},
                 )
             )
         leased = [r["job_id"] for r in runs]
@@ -317,31 +321,42 @@ def _write_leases(leases: list[tuple[str, Lease]], now: datetime) -> list[str]:
     return leased
 
 
-def _claim_queued(ids: list[str], now: datetime) -> dict[str, tuple]:
-    """Move the jobs among ``ids`` that are still queued to leased, in one statement per few
-    thousand (the row lock, the check and the change at once); returns
+_CLAIM_BATCH = 5000
+
+
+def _claim_queued(
+    new_runs: Mapping[str, tuple[str, str, str, str]], now: datetime
+) -> dict[str, tuple]:
+    """Move the jobs of ``new_runs`` (job -> its new run, executor, node and pool) that are
+    still queued to leased, with the new run as their latest (``services.latest_run``), in
+    one statement per few thousand (the row lock, the check and the change at once); returns
     ``{id: (id, queue, job set, requests)}`` of the jobs moved. Call inside the transaction
     that also writes their runs and events."""
     table = connection.ops.quote_name(Job._meta.db_table)
     at = connection.ops.adapt_datetimefield_value(now)
     claimed: dict[str, tuple] = {}
-    ordered = sorted(set(ids))
+    ordered = sorted(new_runs)
+    latest = latest_run.lease_assignments("v.run", "v.ex", "v.node", "v.pool")
     with connection.cursor() as cursor:
-        for start in range(0, len(ordered), 5000):
-            where, params = sql_in("id", ordered[start : start + 5000])
+        for start in range(0, len(ordered), _CLAIM_BATCH):
+            batch = ordered[start : start + _CLAIM_BATCH]
+            values, params = values_table(
+                "v(job, run, ex, node, pool)",
+                [(job_id, *new_runs[job_id]) for job_id in batch],
+            )
+            where = "id IN (SELECT job FROM v) AND state = %s"
             if connection.vendor == "postgresql":
                 # Rows are locked in id order, like every other job lock
                 # (``services.locking``), not in whatever order the plan visits them.
                 where = (
-                    f"id IN (SELECT id FROM {table} WHERE {where} AND state = %s"
-                    " ORDER BY id FOR NO KEY UPDATE)"
+                    f"id IN (SELECT id FROM {table} WHERE {where} ORDER BY id FOR NO KEY UPDATE)"
                 )
-                params = [*params, JobState.QUEUED.value]
             cursor.execute(
-                f"UPDATE {table} SET state = %s, last_transition_at = %s,"
-                f" run_count = run_count + 1 WHERE {where} AND state = %s"
+                f"WITH {values} UPDATE {table} SET state = %s, last_transition_at = %s,"
+                f" run_count = run_count + 1, {latest} FROM v"
+                f" WHERE {table}.id = v.job AND {where} AND state = %s"
                 " RETURNING id, queue, job_set, requests",
-                [JobState.LEASED.value, at, *params, JobState.QUEUED.value],
+                [*params, JobState.LEASED.value, at, JobState.QUEUED.value, JobState.QUEUED.value],
             )
             claimed.update((row[0], row) for row in cursor.fetchall())
     return claimed

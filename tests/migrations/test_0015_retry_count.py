@@ -5,10 +5,9 @@ counts none whatever its runs say."""
 from __future__ import annotations
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 
 from tests.conftest import T0
+from tests.migrations.migrating import migrate, migrate_to_latest
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -16,15 +15,8 @@ BEFORE = [("armada", "0014_executor_settings")]
 AFTER = [("armada", "0015_job_retry_count")]
 
 
-def _migrate(targets):
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(targets)
-    return executor.loader.project_state(targets).apps
-
-
 def test_retry_count_is_backfilled_from_the_retried_runs():
-    apps = _migrate(BEFORE)
+    apps = migrate(BEFORE)
     Queue, Job, Run = (apps.get_model("armada", m) for m in ("Queue", "Job", "Run"))
     Queue.objects.create(name="mq", priority_factor=1, created_at=T0, updated_at=T0)
     plan = {
@@ -58,7 +50,7 @@ def test_retry_count_is_backfilled_from_the_retried_runs():
                 retryable=retryable,
             )
     try:
-        apps = _migrate(AFTER)
+        apps = migrate(AFTER)
         counts = dict(apps.get_model("armada", "Job").objects.values_list("id", "retry_count"))
         assert counts == {
             "j-first-fail": 0,
@@ -67,4 +59,4 @@ def test_retry_count_is_backfilled_from_the_retried_runs():
             "j-never-failed": 0,
         }
     finally:
-        _migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
+        migrate_to_latest()

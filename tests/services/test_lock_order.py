@@ -21,6 +21,7 @@ from armada.core.config import parse_config
 from armada.executor.agent import ExecutorAgent
 from armada.executor.backends.fake import FakeBackend
 from armada.models import Job
+from armada.services import latest_run
 from armada.services.counters import counters_reset_if_due
 from armada.services.decisions import DECISIONS_COUNTER
 from armada.services.errors import Conflict, NotFound
@@ -183,6 +184,9 @@ def test_submits_decisions_cancels_and_reprioritizes_at_once_never_deadlock(
     assert all(race.counts[name] > 3 for name in steps), sorted(race.counts.items())
     assert Job.objects.filter(failure_count__gt=0).exists()  # failures were decided
     assert Job.objects.filter(state="cancelled").exists()
+    # Every job's copy of its latest run is that run's, however the writers interleaved.
+    assert latest_run.drifted() == []
+    assert Job.objects.exclude(latest_decision="").exists()
 
 
 def test_the_counter_reset_mark_is_made_once_when_processes_race(settings):
