@@ -83,10 +83,6 @@ def _plain(key: str, get: Callable[[JobRow], object], num: bool = False):
     return render
 
 
-def _run(field: str) -> Callable[[JobRow], object]:
-    return lambda row: getattr(row.run, field) if row.run is not None else None
-
-
 def _retryable(row: JobRow, now: datetime) -> str:
     value = row.retryable
     return _cell("retryable", f'<span class="verdict verdict-{value}">{value}</span>')
@@ -124,10 +120,10 @@ CELLS: dict[str, Callable[[JobRow, datetime], str]] = {
     "resources": _plain("resources", lambda r: r.resources),
     "submitted": _submitted,
     "in_state": _in_state,
-    "node": _plain("node", _run("node")),
-    "cluster": _plain("cluster", _run("executor")),
-    "pool": _plain("pool", _run("pool")),
-    "exit_code": _plain("exit_code", _run("exit_code"), num=True),
+    "node": _plain("node", lambda r: r.job.latest_node),
+    "cluster": _plain("cluster", lambda r: r.job.latest_executor),
+    "pool": _plain("pool", lambda r: r.job.latest_pool),
+    "exit_code": _plain("exit_code", lambda r: r.job.latest_exit_code, num=True),
     "runtime": _runtime,
     "category": _category,
     "subcategory": _plain("subcategory", lambda r: r.subcategory),

@@ -27,8 +27,8 @@ class Column:
     ``sort``: the job field a click on the header sorts by (None: not sortable).
     ``filter``: the header's filter: "prefix" (text box, matches the start), "multi"
     (checkbox list), "range" (min/max numbers), "time" (from/to), or None.
-    ``field`` / ``run_field``: where the value lives (a job field, or a field of the job's
-    latest run), for grouping. ``num``: numbers, right-aligned.
+    ``field``: the job field the value lives in, for grouping (what the job's latest run
+    says is copied onto the job: ``latest_*``). ``num``: numbers, right-aligned.
     """
 
     key: str
@@ -39,7 +39,6 @@ class Column:
     default: bool = False
     width: int = 100
     field: str | None = None
-    run_field: str | None = None
     num: bool = False
 
     @property
@@ -76,12 +75,12 @@ COLUMNS: dict[str, Column] = {
            field="submitted_at", num=True),
         _c("in_state", "Time in state", sort="last_transition_at", filter="time", default=True,
            width=120, field="last_transition_at", num=True),
-        _c("node", "Node", filter="prefix", groupable=True, width=110, run_field="node"),
+        _c("node", "Node", filter="prefix", groupable=True, width=110, field="latest_node"),
         _c("cluster", "Cluster", filter="prefix", groupable=True, width=100,
-           run_field="executor"),
-        _c("pool", "Pool", filter="prefix", groupable=True, width=90, run_field="pool"),
+           field="latest_executor"),
+        _c("pool", "Pool", filter="prefix", groupable=True, width=90, field="latest_pool"),
         _c("exit_code", "Exit code", filter="range", groupable=True, width=80,
-           run_field="exit_code", num=True),
+           field="latest_exit_code", num=True),
         _c("runtime", "Runtime", width=90, num=True),
         _c("category", "Failure category", sort="failure_category", filter="multi",
            groupable=True, default=True, width=140, field="failure_category"),
@@ -91,9 +90,9 @@ COLUMNS: dict[str, Column] = {
         _c("retries", "Retries", sort="retry_count", default=True, width=80,
            field="retry_count", num=True),
         _c("decision", "Decision", filter="multi", groupable=True, default=True, width=140,
-           run_field="decision"),
+           field="latest_decision"),
         _c("retryable", "Retryable", filter="multi", groupable=True, default=True, width=90,
-           run_field="retryable"),
+           field="latest_retryable"),
     )
 }  # fmt: skip
 DEFAULT_COLUMNS: tuple[str, ...] = tuple(k for k, c in COLUMNS.items() if c.default)

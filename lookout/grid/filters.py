@@ -6,10 +6,9 @@ answer 400 with that message.
 
 The frequent filters are on job columns with indexes of their own (queue; queue and state;
 failure category; job-set prefix: migrations 0009 and 0010). Filters on what a job's latest
-run says (node, cluster, pool, exit code, decision, retryable) are not copied onto the job:
-they test the job's latest run (its run with the greatest id, since ids sort by creation)
-with an ``EXISTS``, which PostgreSQL runs through the run indexes (``run_lookout_latest_idx``
-on ``(job, id)``, ``run_lookout_node_idx``, ``run_lookout_decision_idx``).
+run says (node, cluster, pool, exit code, decision, retryable) read the job's copy of it
+(``latest_*``, kept by ``services.latest_run``), each with a partial index of its own
+(migration 0017) that holds only the jobs with a value.
 
 ``"(none)"`` as a value of a multi-valued or exact filter means "no value": an empty failure
 category, no latest run, no exit code, no such annotation.
@@ -23,13 +22,13 @@ from datetime import datetime
 from typing import Any
 
 from django.db import connection
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import Q, QuerySet
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.lookups import Exact
 
 from armada.core.retry import LABELS
 from armada.core.states import JobState
-from armada.models import Job, Run
+from armada.models import Job
 from armada.services.authz import watchable_queues
 from armada.web.storable import text_problem
 
@@ -226,13 +225,6 @@ class JobFilters:
 # --- the query ---------------------------------------------------------------------------
 
 
-def _latest_run(*conditions: Q, **kwargs: Any) -> Exists:
-    """The job's latest run exists and matches the conditions."""
-    later = Run.objects.filter(job_id=OuterRef("job_id"), id__gt=OuterRef("id"))
-    runs = Run.objects.filter(*conditions, job_id=OuterRef("pk"), **kwargs)
-    return Exists(runs.filter(~Exists(later)))
-
-
 def jobs_visible(actor: Any) -> QuerySet[Job]:
     """The jobs ``actor`` may watch (through ``services.authz``)."""
     qs = Job.objects.all()
@@ -284,16 +276,6 @@ def starts_with(field: str, prefix: str) -> Q:
     return condition & Q(**{f"{field}__gte": prefix, f"{field}__lt": prefix[:-1] + chr(last)})
 
 
-def _run_text(field: str, prefix: str, exact: str) -> list[Q]:
-    """Conditions of the latest run for a prefix and an exact filter on ``field``."""
-    conditions = []
-    if prefix:
-        conditions.append(starts_with(field, prefix))
-    if exact and exact != NONE:
-        conditions.append(Q(**{field: exact}))
-    return conditions
-
-
 def in_range(qs: QuerySet[Job], field: str, low: Any, high: Any) -> QuerySet[Job]:
     """``qs`` with ``field`` from ``low`` to ``high``, both included (None: no bound)."""
     if low is not None:
@@ -340,52 +322,30 @@ def _apply_annotations(qs: QuerySet[Job], annotations: tuple[AnnotationFilter, .
 
 
 def _apply_run_filters(qs: QuerySet[Job], f: JobFilters) -> QuerySet[Job]:
-    """The filters on the job's latest run: one ``EXISTS`` for every condition its latest
-    run must meet; a filter that also takes "no value" (a "(none)" decision, an "unknown"
-    retryable, which a job without runs has too) is its own ``EXISTS`` or ``NOT EXISTS``."""
-    conditions: list[Q] = []
-    conditions += _run_text("node", f.node, f.node_exact)
-    conditions += _run_text("executor", f.cluster, f.cluster_exact)
-    conditions += _run_text("pool", f.pool, f.pool_exact)
-    if f.exit_code_min is not None:
-        conditions.append(Q(exit_code__gte=f.exit_code_min))
-    if f.exit_code_max is not None:
-        conditions.append(Q(exit_code__lte=f.exit_code_max))
-    if f.exit_code and f.exit_code != NONE:
-        conditions.append(Q(exit_code=int(f.exit_code)))
-    alternatives: list[Q] = []
-    decisions = tuple(d for d in f.decisions if d != NONE)
-    decided = None
-    if decisions:
-        decided = (
-            Q(decision__decision=decisions[0])
-            if len(decisions) == 1
-            else Q(decision__decision__in=decisions)
-        )
-    if NONE in f.decisions:
-        either = ~Q(_latest_run(decision__has_key="decision"))
-        alternatives.append(either | Q(_latest_run(decided)) if decided is not None else either)
-    elif decided is not None:
-        conditions.append(decided)
-    known = {v == "yes" for v in f.retryable if v != "unknown"}
-    if "unknown" in f.retryable and len(known) < 2:
-        either = ~Q(_latest_run(retryable__isnull=False))
-        alternatives.append(either | Q(_latest_run(retryable=known.pop())) if known else either)
-    elif len(known) == 1:
-        conditions.append(Q(retryable=known.pop()))
-    elif len(known) == 2:
-        conditions.append(Q(retryable__isnull=False))
-    if conditions:
-        qs = qs.filter(_latest_run(*conditions))
-    for alternative in alternatives:
-        qs = qs.filter(alternative)
-    for field, exact in (("node", f.node_exact), ("executor", f.cluster_exact)):
-        if exact == NONE:
-            qs = qs.exclude(_latest_run(~Q(**{field: ""})))
-    if f.pool_exact == NONE:
-        qs = qs.exclude(_latest_run(~Q(pool="")))
+    """The filters on the job's latest run, through the job's copy of it (``latest_*``,
+    ``services.latest_run``): a job never leased has no node, cluster, pool, exit code or
+    decision, and an unknown retryable verdict."""
+    for field, prefix, exact in (
+        ("latest_node", f.node, f.node_exact),
+        ("latest_executor", f.cluster, f.cluster_exact),
+        ("latest_pool", f.pool, f.pool_exact),
+    ):
+        if prefix:
+            qs = qs.filter(starts_with(field, prefix))
+        if exact:
+            qs = qs.filter(**{field: "" if exact == NONE else exact})
+    qs = in_range(qs, "latest_exit_code", f.exit_code_min, f.exit_code_max)
     if f.exit_code == NONE:
-        qs = qs.exclude(_latest_run(exit_code__isnull=False))
+        qs = qs.filter(latest_exit_code__isnull=True)
+    elif f.exit_code:
+        qs = qs.filter(latest_exit_code=int(f.exit_code))
+    qs = _one_or_many(qs, "latest_decision", f.decisions)
+    if f.retryable and set(f.retryable) != set(RETRYABLE_CHOICES):
+        known = [v == "yes" for v in f.retryable if v != "unknown"]
+        wanted = Q(latest_retryable__in=known) if known else Q(pk__in=[])
+        if "unknown" in f.retryable:
+            wanted |= Q(latest_retryable__isnull=True)
+        qs = qs.filter(wanted)
     return qs
 
 

@@ -11,18 +11,17 @@ annotation); ``retryable`` groups are ``yes``, ``no`` and ``unknown`` as its fil
 One query counts a level: grouped by the column, with one ``COUNT(...) FILTER (WHERE state =
 ...)`` per state beside the total, ordered by the total and cut at ``MAX_GROUPS`` in the
 database (a column with a hundred thousand values sends ``MAX_GROUPS`` rows, not all of
-them, and a window count beside them says how many groups there are). The columns of a job's latest run (node, cluster, pool, exit code, decision,
-retryable) are a correlated subquery per job, its run with the greatest id, read backwards
-through ``run_lookout_latest_idx``: its cost follows the number of jobs counted, not the
-size of the run table, and the levels below the top are narrowed by their path.
+them, and a window count beside them says how many groups there are). The columns of a job's
+latest run (node, cluster, pool, exit code, decision, retryable) are read from the job's copy
+of that run (``latest_*``, ``services.latest_run``), like any job column.
 
-Counting many jobs is not cheap (a few hundred milliseconds for a million on a job column,
-seconds on a latest-run column). When at least ``GROUP_EXACT_ROWS`` jobs are counted (on
+Counting many jobs is not cheap (a few hundred milliseconds for a million). When at least ``GROUP_EXACT_ROWS`` jobs are counted (on
 PostgreSQL), the counts are kept in Django's default cache, shared by every web process
 (Redis when ``REDIS_URL`` is set), and say when they were counted; once older than
 ``GROUP_REFRESH_SECONDS`` the next request still gets them and starts one recount in the
-background (one for all processes: the recount holds a lock in the same cache). Fewer jobs
-are counted exactly on every request.
+background (one for all processes: the recount holds a lock in the same cache, and only one
+background recount runs at a time, so counts that grow old together are not recounted all at
+once). Fewer jobs are counted exactly on every request.
 """
 
 from __future__ import annotations
@@ -42,10 +41,8 @@ from django.db import connection, connections, transaction
 from django.db.models import (
     Count,
     F,
-    OuterRef,
     Q,
     QuerySet,
-    Subquery,
     TextField,
     Value,
     Window,
@@ -55,7 +52,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from armada.core.states import JobState
-from armada.models import Job, Run
+from armada.models import Job
 from armada.web.storable import text_problem
 from lookout.grid.columns import ANNOTATION_PREFIX, COLUMNS, ColumnError, column
 from lookout.grid.filters import (
@@ -72,13 +69,14 @@ from lookout.grid.filters import (
 
 # Column key -> label, for the group-by control (``annotation:<key>`` besides these).
 GROUPABLE: dict[str, str] = {k: c.label for k, c in COLUMNS.items() if c.groupable}
-MAX_GROUPS = 300  # groups shown per level; the rest are counted and named "N more"
+MAX_GROUPS = 100  # groups shown per level; the rest are counted and named "N more"
 MAX_PATH_CHARS = 4096
 GROUP_EXACT_ROWS = 10_000
 GROUP_REFRESH_SECONDS = 60.0
 GROUP_KEEP_SECONDS = 15 * 60  # a kept count older than this is counted again, waiting
 REFRESH_LOCK_SECONDS = 5 * 60
 CACHE_PREFIX = "lookout:groups:v1:"
+RECOUNTING = CACHE_PREFIX + "recounting"  # held by the one background recount running
 
 Path = tuple[tuple[str, str], ...]
 TEXT = TextField()
@@ -188,22 +186,13 @@ def _value_expression(key: str) -> Any:
         col = column(key)
     except ColumnError as exc:
         raise FilterError("group", str(exc)) from None
-    if not col.groupable:
-        raise FilterError("group", f"jobs cannot be grouped by {key[:60]!r}")
-    if col.annotation_key is not None:
+    if col.groupable and col.annotation_key is not None:
         return Coalesce(
             KeyTextTransform(col.annotation_key, "annotations"), Value(""), output_field=TEXT
         )
-    if col.field is not None:
-        return F(col.field)
-    runs = Run.objects.filter(job_id=OuterRef("pk")).order_by("-id")
-    if col.run_field == "decision":
-        latest = runs.annotate(v=KeyTextTransform("decision", "decision")).values("v")[:1]
-        return Coalesce(Subquery(latest), Value(""), output_field=TEXT)
-    latest = runs.values(col.run_field)[:1]
-    if col.run_field in ("exit_code", "retryable"):
-        return Subquery(latest)
-    return Coalesce(Subquery(latest), Value(""), output_field=TEXT)
+    if not col.groupable or col.field is None:
+        raise FilterError("group", f"jobs cannot be grouped by {key[:60]!r}")
+    return F(col.field)
 
 
 def _shown(key: str, value: Any) -> str:
@@ -281,9 +270,23 @@ def _kept_counts(qs: QuerySet[Job], key: str) -> GroupLevel:
     level = _from_cache(key, kept)
     assert level.as_of is not None
     age = time.time() - level.as_of.timestamp()
-    if age > GROUP_REFRESH_SECONDS and cache.add(name + ":refreshing", 1, REFRESH_LOCK_SECONDS):
+    if age > GROUP_REFRESH_SECONDS and _may_recount(name):
         threading.Thread(target=_refresh, args=(name, qs, key), daemon=True).start()
     return level
+
+
+def _may_recount(name: str) -> bool:
+    """Take the locks of a background recount of ``name``: its own (one recount of a count
+    at a time) and ``RECOUNTING`` (one background recount at a time in the installation, so
+    that counts kept at the same moment and growing old together are recounted one after
+    the other, not all at once on the database's cores; until then they are shown as they
+    are, with their time)."""
+    if not cache.add(RECOUNTING, name, REFRESH_LOCK_SECONDS):
+        return False
+    if cache.add(name + ":refreshing", 1, REFRESH_LOCK_SECONDS):
+        return True
+    cache.delete(RECOUNTING)
+    return False
 
 
 def _recount(name: str, qs: QuerySet[Job], key: str) -> GroupLevel:
@@ -300,6 +303,7 @@ def _refresh(name: str, qs: QuerySet[Job], key: str) -> None:
         _recount(name, qs, key)
     finally:
         cache.delete(name + ":refreshing")
+        cache.delete(RECOUNTING)
         connections.close_all()
 
 

@@ -2,8 +2,8 @@
 
 Pages are keyset pages, never OFFSET (``lookout.grid.cursors``): a page costs an index range
 scan whatever its depth. The grid never shows the pod spec (the largest column), so it is
-never read. Columns that come from a job's latest run (node, cluster, pool, exit code,
-runtime, decision, retryable) are read for the page's rows in one query.
+never read. What a job's latest run says is on the job (``latest_*``) but its times (the
+runtime) and category, which are read for the page's rows in one query.
 """
 
 from __future__ import annotations
@@ -30,11 +30,14 @@ BROAD_PREFIX_MATCHES = 30_000
 # time and the id, so reading and sorting this many (~0.1 s at a million jobs) still beats
 # walking the key past every job submitted after the range.
 BROAD_RANGE_MATCHES = 200_000
+# Job columns no row shows (the pod spec is the largest of all).
+UNREAD = ("pod_spec", "mutations", "terminal_message", "client_id")
 
 
 @dataclass
 class JobRow:
-    """A row of the grid: the job and what its latest run adds."""
+    """A row of the grid: the job (with its copy of what its latest run says: node, cluster,
+    pool, exit code, decision, verdict) and the latest run's times and category."""
 
     job: Job
     run: Run | None
@@ -56,16 +59,14 @@ class JobRow:
 
     @property
     def decision(self) -> str:
-        if self.run is None or not isinstance(self.run.decision, dict):
-            return ""
-        return str(self.run.decision.get("decision", "") or "")
+        return self.job.latest_decision
 
     @property
     def retryable(self) -> str:
         """The latest run's verdict: yes, no, or unknown (not decided, or no run)."""
-        if self.run is None or self.run.retryable is None:
+        if self.job.latest_retryable is None:
             return "unknown"
-        return "yes" if self.run.retryable else "no"
+        return "yes" if self.job.latest_retryable else "no"
 
     @property
     def category(self) -> str:
@@ -125,19 +126,19 @@ def grid_page(actor: Any, params: GridParams) -> GridPage:
     prefix = "-" if walk_down else ""
     order: list[Any] = [f"{prefix}{column}", f"{prefix}id"] if column != "id" else [f"{prefix}id"]
     if column == "id" and connection.vendor == "postgresql" and _few_matches(params):
-        # Jobs of a job set are submitted together, and jobs of a submission-time range are
-        # neighbours in time, so PostgreSQL's guess that the matches are spread evenly over
+        # Jobs of a job set are submitted together, and jobs of a submission-time or
+        # time-in-state range are neighbours in time, so PostgreSQL's guess that the matches are spread evenly over
         # the ids is wrong, and walking the primary key backwards looking for them can read
         # every row. Ordering by an expression of the id makes it read the matches through
         # the job-set prefix index or the submission-time index and sort them instead. That
         # reads every match, so it is only done when they are few; for a broad prefix
         # (``team-``) or range, matches are everywhere and walking the key finds a page at
-        # once. The ids of the page come from the index alone (both include the id), so only
+        # once. The ids of the page come from the index alone (each includes the id), so only
         # the page's rows are read from the table.
         id_text = Func(F("id"), template="(%(expressions)s || '')", output_field=CharField())
         page_ids = qs.order_by(id_text.desc() if walk_down else id_text.asc()).values("id")
         qs = Job.objects.filter(id__in=page_ids[: page_size + 1])
-    jobs = list(qs.defer("pod_spec").order_by(*order)[: page_size + 1])
+    jobs = list(qs.defer(*UNREAD).order_by(*order)[: page_size + 1])
     more = len(jobs) > page_size
     jobs = jobs[:page_size]
     if backwards:
@@ -162,21 +163,24 @@ def rows_for(actor: Any, params: GridParams, ids: list[str] | None = None) -> li
     prefix = "-" if params.descending else ""
     order = [f"{prefix}{column}", f"{prefix}id"] if column != "id" else [f"{prefix}id"]
     qs = filtered_jobs(actor, params).filter(id__in=wanted)
-    return _rows(list(qs.defer("pod_spec").order_by(*order)))
+    return _rows(list(qs.defer(*UNREAD).order_by(*order)))
 
 
 def _few_matches(params: GridParams) -> bool:
     """Whether a filter that PostgreSQL misjudges narrows the jobs to a few: a job-set
-    prefix matched by fewer than ``BROAD_PREFIX_MATCHES`` jobs, or a submission-time range
-    matched by fewer than ``BROAD_RANGE_MATCHES``."""
+    prefix matched by fewer than ``BROAD_PREFIX_MATCHES`` jobs, or a submission-time or
+    time-in-state range matched by fewer than ``BROAD_RANGE_MATCHES``."""
     f = params.filters
     if f.job_set and not broad_job_set_prefix(f.job_set):
         return True
-    if f.submitted_from is None and f.submitted_to is None:
-        return False
-    return not _newest_in_range(f.submitted_from, f.submitted_to) and not _broad_range(
-        f.submitted_from, f.submitted_to
-    )
+    submitted = (f.submitted_from, f.submitted_to)
+    if submitted != (None, None) and not (
+        _newest_in_range(*submitted) or _broad_range("submitted_at", *submitted)
+    ):
+        return True
+    if f.in_state_from is not None or f.in_state_to is not None:
+        return not _broad_range("last_transition_at", f.in_state_from, f.in_state_to)
+    return False
 
 
 def _newest_in_range(start: datetime | None, end: datetime | None) -> bool:
@@ -188,11 +192,12 @@ def _newest_in_range(start: datetime | None, end: datetime | None) -> bool:
     )
 
 
-def _broad_range(start: datetime | None, end: datetime | None) -> bool:
-    """Whether at least ``BROAD_RANGE_MATCHES`` jobs were submitted between ``start`` and
-    ``end``: counted through the submission-time index, stopping at that many."""
-    qs = in_range(Job.objects.order_by(), "submitted_at", start, end)
-    return qs.values("submitted_at")[:BROAD_RANGE_MATCHES].count() >= BROAD_RANGE_MATCHES
+def _broad_range(field: str, start: datetime | None, end: datetime | None) -> bool:
+    """Whether at least ``BROAD_RANGE_MATCHES`` jobs have ``field`` (a time with an index
+    that starts with it) between ``start`` and ``end``: counted through that index, stopping
+    at that many."""
+    qs = in_range(Job.objects.order_by(), field, start, end)
+    return qs.values(field)[:BROAD_RANGE_MATCHES].count() >= BROAD_RANGE_MATCHES
 
 
 def broad_job_set_prefix(prefix: str) -> bool:
@@ -206,17 +211,27 @@ def broad_job_set_prefix(prefix: str) -> bool:
     return capped.count() >= BROAD_PREFIX_MATCHES
 
 
-def latest_runs(job_ids: list[str]) -> dict[str, Run]:
-    """The latest run of each of ``job_ids`` (one query; a page is small)."""
-    latest: dict[str, Run] = {}
-    if not job_ids:
-        return latest
-    runs = Run.objects.filter(job_id__in=job_ids).defer("message", "hint", "exit_codes")
-    for run in runs.order_by("job_id", "id"):
-        latest[run.job_id] = run
-    return latest
+def latest_runs(jobs: list[Job]) -> dict[str, Run]:
+    """The latest run of each of ``jobs``, with what a row reads of it (one query by primary
+    key: each job names its latest run)."""
+    ids = [j.latest_run_id for j in jobs if j.latest_run_id]
+    if not ids:
+        return {}
+    runs = Run.objects.filter(id__in=ids).only(*ROW_RUN_FIELDS)
+    return {run.job_id: run for run in runs}
+
+
+# What a row reads of a job's latest run; the rest of what a row shows is on the job.
+ROW_RUN_FIELDS = (
+    "id",
+    "job_id",
+    "running_at",
+    "finished_at",
+    "failure_category",
+    "failure_subcategory",
+)
 
 
 def _rows(jobs: list[Job]) -> list[JobRow]:
-    runs = latest_runs([j.id for j in jobs])
+    runs = latest_runs(jobs)
     return [JobRow(job=j, run=runs.get(j.id)) for j in jobs]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from armada.models import Executor, Job, Node, Run
+from armada.services import latest_run
 from tests.conftest import T0, at
 
 
@@ -31,7 +32,11 @@ def make_run(run_id: str, job_id: str, **fields: Any) -> Run:
         "leased_at": at(1),
     }
     values.update(fields)
-    return Run.objects.create(id=run_id, job_id=job_id, **values)
+    run = Run.objects.create(id=run_id, job_id=job_id, **values)
+    job = Job.objects.get(id=job_id)  # its copy of its latest run, as services keep it
+    latest_run.copy_to_job(run, job)
+    job.save(update_fields=latest_run.FIELDS)
+    return run
 
 
 def make_live_executor(name: str = "cluster-a", *, nodes: int = 4, now: Any) -> Executor:

@@ -74,7 +74,28 @@ def test_a_submission_time_range_pages_the_same_whichever_way_it_is_read(
         assert walk(admin_user, query, page_size=4) == expected
     assert pages._newest_in_range(at(15 * 60), None)
     assert not pages._newest_in_range(at(3 * 60), at(11 * 60))
-    assert not pages._broad_range(at(3 * 60), at(11 * 60))
+    assert not pages._broad_range("submitted_at", at(3 * 60), at(11 * 60))
     monkeypatch.setattr(pages, "BROAD_RANGE_MATCHES", 5)
-    assert pages._broad_range(at(3 * 60), at(11 * 60))
+    assert pages._broad_range("submitted_at", at(3 * 60), at(11 * 60))
     assert walk(admin_user, f"{old}&dir={direction}".replace("+", "%2B"), 4) == expected_old
+
+
+@pytest.mark.parametrize("direction", ["desc", "asc"])
+def test_a_time_in_state_range_pages_the_same_whichever_way_it_is_read(
+    admin_user, queue, monkeypatch, direction
+):
+    """Old jobs that changed state recently and new ones that have not: the matches of a
+    time-in-state range are not the newest ids. Few are read through the transition index
+    and sorted, many by walking the key: the pages are the same."""
+    for i in range(20):
+        changed = at((20 - i) * 60)  # the older the job, the later its last change
+        make_job(f"01t{i:02d}", submitted_at=at(i), last_transition_at=changed)
+    query = f"in_state_from={at(14 * 60).isoformat()}&dir={direction}".replace("+", "%2B")
+    expected = [f"01t{i:02d}" for i in range(7)]  # changed at minutes 14 to 20
+    if direction == "desc":
+        expected.reverse()
+    assert walk(admin_user, query, page_size=3) == expected
+    assert not pages._broad_range("last_transition_at", at(14 * 60), None)
+    monkeypatch.setattr(pages, "BROAD_RANGE_MATCHES", 5)
+    assert pages._broad_range("last_transition_at", at(14 * 60), None)
+    assert walk(admin_user, query, page_size=3) == expected
