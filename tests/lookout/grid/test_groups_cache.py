@@ -34,6 +34,20 @@ def big_groups(monkeypatch):
     cache.clear()
 
 
+@pytest.fixture
+def started(monkeypatch) -> list[str]:
+    """The names of the counts whose background recount was started, in order."""
+    names: list[str] = []
+    real_thread = threading.Thread
+
+    def recorded(*args, **kwargs):
+        names.append(kwargs["args"][0])
+        return real_thread(*args, **kwargs)
+
+    monkeypatch.setattr(groups.threading, "Thread", recorded)
+    return names
+
+
 def by_state(actor) -> groups.GroupLevel:
     return groups.level_counts(actor, JobFilters(), ("state",), ())
 
@@ -98,7 +112,7 @@ def test_viewers_of_other_queues_do_not_share_counts(admin_user, owner, queue, b
 @postgresql_only
 @pytest.mark.django_db(transaction=True)
 def test_old_counts_are_shown_while_one_recount_runs_in_the_background(
-    admin_user, queue, big_groups, monkeypatch
+    admin_user, queue, big_groups, monkeypatch, started
 ):
     four_jobs()
     first = by_state(admin_user)
@@ -107,14 +121,6 @@ def test_old_counts_are_shown_while_one_recount_runs_in_the_background(
     qs = apply_filters(jobs_visible(admin_user), JobFilters())
     name = groups.cache_key(qs, "state")
     # While another process holds the recount, nobody starts one.
-    started: list[str] = []
-    real_thread = threading.Thread
-
-    def recorded(*args, **kwargs):
-        started.append(kwargs["args"][0])
-        return real_thread(*args, **kwargs)
-
-    monkeypatch.setattr(groups.threading, "Thread", recorded)
     assert cache.add(name + ":refreshing", 1, 60)
     assert counts(by_state(admin_user)) == {"failed": 2, "succeeded": 2}
     assert started == []
@@ -131,6 +137,28 @@ def test_old_counts_are_shown_while_one_recount_runs_in_the_background(
     later = by_state(admin_user)
     assert counts(later) == {"failed": 3, "succeeded": 2}
     assert later.as_of > first.as_of
+
+
+@postgresql_only
+@pytest.mark.django_db(transaction=True)
+def test_one_background_recount_runs_at_a_time_whatever_it_counts(
+    admin_user, queue, big_groups, monkeypatch, started
+):
+    four_jobs()
+    by_state(admin_user)
+    make_job("01g9", state="failed")
+    monkeypatch.setattr(groups, "GROUP_REFRESH_SECONDS", 0.0)
+    # Another count's recount is running (in this process or another): this one waits, and
+    # its old counts are shown meanwhile.
+    assert cache.add(groups.RECOUNTING, "another count", 60)
+    assert counts(by_state(admin_user)) == {"failed": 2, "succeeded": 2}
+    assert started == []
+    assert cache.get(groups.RECOUNTING) == "another count"
+    cache.delete(groups.RECOUNTING)
+    assert counts(by_state(admin_user)) == {"failed": 2, "succeeded": 2}
+    assert len(started) == 1
+    wait_until("the recount to let go", lambda: cache.get(groups.RECOUNTING) is None)
+    assert counts(by_state(admin_user)) == {"failed": 3, "succeeded": 2}
 
 
 @pytest.mark.django_db
