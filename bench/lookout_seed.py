@@ -247,8 +247,10 @@ def seed(n_jobs: int, rnd: random.Random) -> dict:
                                 }
                             )
                 transition = finished_at if not live else running_at
+            latest = runs[-1] if n_runs else None  # copied onto the job (services.latest_run)
             jobs.append(
                 {
+                    **_latest_columns(latest),
                     "id": job_id,
                     "queue_id": queue,
                     "job_set": job_set,
@@ -281,6 +283,29 @@ def seed(n_jobs: int, rnd: random.Random) -> dict:
         cursor.execute("VACUUM ANALYZE armada_event")
     print(f"seeded and analysed in {time.perf_counter() - t_start:.0f} s", flush=True)
     return {"samples": samples, "heavy": heavy, "job_sets": _job_sets(samples)}
+
+
+def _latest_columns(run: dict | None) -> dict:
+    """The job's copy of its latest run, as ``services.latest_run`` keeps it."""
+    if run is None:
+        return {
+            "latest_run_id": "",
+            "latest_executor": "",
+            "latest_node": "",
+            "latest_pool": "",
+            "latest_exit_code": None,
+            "latest_retryable": None,
+            "latest_decision": "",
+        }
+    return {
+        "latest_run_id": run["id"],
+        "latest_executor": run["executor"],
+        "latest_node": run["node"],
+        "latest_pool": run["pool"],
+        "latest_exit_code": run["exit_code"],
+        "latest_retryable": run["retryable"],
+        "latest_decision": run["decision"].get("decision", ""),
+    }
 
 
 def sample_jobs() -> dict:
