@@ -12,7 +12,7 @@ from armada.services.stopping import job_preempt, jobs_cancel
 from tests.conftest import at
 from tests.services.decision_world import configure, drive, runs, submit
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_policy_cache")]
 
 COPIED = latest_run.FIELDS
 
