@@ -19,7 +19,7 @@ from armada.core.quantity import CPU, GPU, MEMORY, format_quantity
 from armada.models import Job, Run
 from lookout.grid.columns import COLUMNS
 from lookout.grid.cursors import checked_cursor, encode_cursor
-from lookout.grid.filters import apply_filters, in_range, jobs_visible
+from lookout.grid.filters import NONE, apply_filters, in_range, jobs_visible
 from lookout.grid.params import GridParams
 
 MAX_ROW_IDS = 200
@@ -30,6 +30,18 @@ BROAD_PREFIX_MATCHES = 30_000
 # time and the id, so reading and sorting this many (~0.1 s at a million jobs) still beats
 # walking the key past every job submitted after the range.
 BROAD_RANGE_MATCHES = 200_000
+# The same for several values of a column with an index of its own (states, queues, failure
+# categories, decisions): one value is read in id order from that index, several are not,
+# and a rare pair (queued and running when the queues are empty) would have the key walked
+# past every job.
+BROAD_VALUES_MATCHES = 10_000
+# Filter -> the job column it narrows, for the filters that take several values.
+MULTI_VALUED = {
+    "states": "state",
+    "queues": "queue_id",
+    "categories": "failure_category",
+    "decisions": "latest_decision",
+}
 # Job columns no row shows (the pod spec is the largest of all).
 UNREAD = ("pod_spec", "mutations", "terminal_message", "client_id")
 
@@ -168,11 +180,16 @@ def rows_for(actor: Any, params: GridParams, ids: list[str] | None = None) -> li
 
 def _few_matches(params: GridParams) -> bool:
     """Whether a filter that PostgreSQL misjudges narrows the jobs to a few: a job-set
-    prefix matched by fewer than ``BROAD_PREFIX_MATCHES`` jobs, or a submission-time or
-    time-in-state range matched by fewer than ``BROAD_RANGE_MATCHES``."""
+    prefix matched by fewer than ``BROAD_PREFIX_MATCHES`` jobs, several values of an indexed
+    column (``MULTI_VALUED``) by fewer than ``BROAD_VALUES_MATCHES``, or a submission-time or
+    time-in-state range by fewer than ``BROAD_RANGE_MATCHES``."""
     f = params.filters
     if f.job_set and not broad_job_set_prefix(f.job_set):
         return True
+    for name, field in MULTI_VALUED.items():
+        values = getattr(f, name)
+        if len(values) > 1 and not _broad_values(field, values):
+            return True
     submitted = (f.submitted_from, f.submitted_to)
     if submitted != (None, None) and not (
         _newest_in_range(*submitted) or _broad_range("submitted_at", *submitted)
@@ -198,6 +215,14 @@ def _broad_range(field: str, start: datetime | None, end: datetime | None) -> bo
     at that many."""
     qs = in_range(Job.objects.order_by(), field, start, end)
     return qs.values(field)[:BROAD_RANGE_MATCHES].count() >= BROAD_RANGE_MATCHES
+
+
+def _broad_values(field: str, values: tuple[str, ...]) -> bool:
+    """Whether at least ``BROAD_VALUES_MATCHES`` jobs have one of ``values`` in ``field``
+    ("(none)": no value): counted through the column's index, stopping at that many."""
+    wanted = ["" if v == NONE else v for v in values]
+    capped = Job.objects.filter(**{f"{field}__in": wanted}).order_by().values(field)
+    return capped[:BROAD_VALUES_MATCHES].count() >= BROAD_VALUES_MATCHES
 
 
 def broad_job_set_prefix(prefix: str) -> bool:

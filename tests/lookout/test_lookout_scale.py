@@ -99,3 +99,23 @@ def test_a_time_in_state_range_pages_the_same_whichever_way_it_is_read(
     monkeypatch.setattr(pages, "BROAD_RANGE_MATCHES", 5)
     assert pages._broad_range("last_transition_at", at(14 * 60), None)
     assert walk(admin_user, query, page_size=3) == expected
+
+
+@pytest.mark.parametrize("direction", ["desc", "asc"])
+def test_several_states_page_the_same_whichever_way_they_are_read(
+    admin_user, queue, monkeypatch, direction
+):
+    """Few jobs in any of several states are read through the state index and sorted, many
+    by walking the key: the pages are the same."""
+    states = ["succeeded", "queued", "running", "failed"]
+    for i in range(20):
+        make_job(f"01s{i:02d}", state=states[i % 4])
+    query = f"state=queued&state=running&dir={direction}"
+    expected = [f"01s{i:02d}" for i in range(20) if i % 4 in (1, 2)]
+    if direction == "desc":
+        expected.reverse()
+    assert walk(admin_user, query, page_size=3) == expected
+    assert not pages._broad_values("state", ("queued", "running"))
+    monkeypatch.setattr(pages, "BROAD_VALUES_MATCHES", 5)
+    assert pages._broad_values("state", ("queued", "running"))
+    assert walk(admin_user, query, page_size=3) == expected
