@@ -138,15 +138,16 @@ def grid_page(actor: Any, params: GridParams) -> GridPage:
     prefix = "-" if walk_down else ""
     order: list[Any] = [f"{prefix}{column}", f"{prefix}id"] if column != "id" else [f"{prefix}id"]
     if column == "id" and connection.vendor == "postgresql" and _few_matches(params):
-        # Jobs of a job set are submitted together, and jobs of a submission-time or
-        # time-in-state range are neighbours in time, so PostgreSQL's guess that the matches are spread evenly over
-        # the ids is wrong, and walking the primary key backwards looking for them can read
-        # every row. Ordering by an expression of the id makes it read the matches through
-        # the job-set prefix index or the submission-time index and sort them instead. That
-        # reads every match, so it is only done when they are few; for a broad prefix
-        # (``team-``) or range, matches are everywhere and walking the key finds a page at
-        # once. The ids of the page come from the index alone (each includes the id), so only
-        # the page's rows are read from the table.
+        # Jobs of a job set are submitted together, jobs of a time range are neighbours in
+        # time, and a rare state can have no job at all, so PostgreSQL's guess that the
+        # matches are spread evenly over the ids is wrong, and walking the primary key
+        # backwards looking for them can read every row. Ordering by an expression of the id
+        # makes it read the matches through the filter's own index (job-set prefix, time,
+        # state, queue, category, decision) and sort them instead. That reads every match,
+        # so it is only done when they are few; for a broad prefix (``team-``), range or set
+        # of values, matches are everywhere and walking the key finds a page at once. The
+        # ids of the page come from the index alone (each includes the id), so only the
+        # page's rows are read from the table.
         id_text = Func(F("id"), template="(%(expressions)s || '')", output_field=CharField())
         page_ids = qs.order_by(id_text.desc() if walk_down else id_text.asc()).values("id")
         qs = Job.objects.filter(id__in=page_ids[: page_size + 1])
