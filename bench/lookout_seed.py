@@ -287,16 +287,10 @@ def seed(n_jobs: int, rnd: random.Random) -> dict:
 
 def _latest_columns(run: dict | None) -> dict:
     """The job's copy of its latest run, as ``services.latest_run`` keeps it."""
+    from armada.services.latest_run import FIELDS, NO_RUN
+
     if run is None:
-        return {
-            "latest_run_id": "",
-            "latest_executor": "",
-            "latest_node": "",
-            "latest_pool": "",
-            "latest_exit_code": None,
-            "latest_retryable": None,
-            "latest_decision": "",
-        }
+        return dict(zip(FIELDS, NO_RUN, strict=True))
     return {
         "latest_run_id": run["id"],
         "latest_executor": run["executor"],

@@ -32,11 +32,13 @@ FIELDS = (
     "latest_retryable",
     "latest_decision",
 )
+# Their values while the job has no run.
+NO_RUN = ("", "", "", "", None, None, "")
 # What ``drifted`` reads of the runs.
 _RUN_FIELDS = ("executor", "node", "pool", "exit_code", "retryable", "decision")
 
 
-def decision_label(run: Run) -> str:
+def _decision_label(run: Run) -> str:
     """The label of the run's decision ("" before it is decided)."""
     decision = run.decision if isinstance(run.decision, dict) else {}
     return str(decision.get("decision") or "")
@@ -50,7 +52,7 @@ def _values(run: Run) -> tuple[Any, ...]:
         run.pool,
         run.exit_code,
         run.retryable,
-        decision_label(run),
+        _decision_label(run),
     )
 
 
@@ -81,7 +83,7 @@ def drifted(job_ids: Iterable[str] | None = None) -> list[str]:
     wrong = []
     for job in jobs.only("id", *FIELDS).order_by("id"):
         run = latest.get(job.id)
-        want = _values(run) if run is not None else ("", "", "", "", None, None, "")
+        want = _values(run) if run is not None else NO_RUN
         if tuple(getattr(job, name) for name in FIELDS) != want:
             wrong.append(job.id)
     return wrong

@@ -214,27 +214,27 @@ def _broad_range(field: str, start: datetime | None, end: datetime | None) -> bo
     """Whether at least ``BROAD_RANGE_MATCHES`` jobs have ``field`` (a time with an index
     that starts with it) between ``start`` and ``end``: counted through that index, stopping
     at that many."""
-    qs = in_range(Job.objects.order_by(), field, start, end)
-    return qs.values(field)[:BROAD_RANGE_MATCHES].count() >= BROAD_RANGE_MATCHES
+    return _at_least(in_range(Job.objects.all(), field, start, end), field, BROAD_RANGE_MATCHES)
 
 
 def _broad_values(field: str, values: tuple[str, ...]) -> bool:
     """Whether at least ``BROAD_VALUES_MATCHES`` jobs have one of ``values`` in ``field``
     ("(none)": no value): counted through the column's index, stopping at that many."""
     wanted = ["" if v == NONE else v for v in values]
-    capped = Job.objects.filter(**{f"{field}__in": wanted}).order_by().values(field)
-    return capped[:BROAD_VALUES_MATCHES].count() >= BROAD_VALUES_MATCHES
+    return _at_least(Job.objects.filter(**{f"{field}__in": wanted}), field, BROAD_VALUES_MATCHES)
 
 
 def broad_job_set_prefix(prefix: str) -> bool:
     """Whether at least ``BROAD_PREFIX_MATCHES`` jobs (any queue) have a job set starting with
     ``prefix``: counted through the job-set prefix index, stopping at that many."""
-    capped = (
-        Job.objects.filter(job_set__startswith=prefix)
-        .order_by()
-        .values("job_set")[:BROAD_PREFIX_MATCHES]
-    )
-    return capped.count() >= BROAD_PREFIX_MATCHES
+    jobs = Job.objects.filter(job_set__startswith=prefix)
+    return _at_least(jobs, "job_set", BROAD_PREFIX_MATCHES)
+
+
+def _at_least(jobs: QuerySet[Job], field: str, count: int) -> bool:
+    """Whether ``jobs`` are at least ``count``: counted on ``field`` alone (so through an
+    index that starts with it), stopping at ``count``."""
+    return jobs.order_by().values(field)[:count].count() >= count
 
 
 def latest_runs(jobs: list[Job]) -> dict[str, Run]:

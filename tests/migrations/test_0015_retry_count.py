@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import T0
-from tests.migrations.migrating import migrate, migrate_to_latest
+from tests.migrations.migrating import historic_job, migrate, migrate_to_latest
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -17,8 +17,7 @@ AFTER = [("armada", "0015_job_retry_count")]
 
 def test_retry_count_is_backfilled_from_the_retried_runs():
     apps = migrate(BEFORE)
-    Queue, Job, Run = (apps.get_model("armada", m) for m in ("Queue", "Job", "Run"))
-    Queue.objects.create(name="mq", priority_factor=1, created_at=T0, updated_at=T0)
+    Run = apps.get_model("armada", "Run")
     plan = {
         # job id: (failure_count, [retryable of each run])
         "j-first-fail": (1, [False]),
@@ -27,18 +26,7 @@ def test_retry_count_is_backfilled_from_the_retried_runs():
         "j-never-failed": (0, [None]),
     }
     for job_id, (failures, runs) in plan.items():
-        Job.objects.create(
-            id=job_id,
-            queue_id="mq",
-            job_set="s",
-            owner="o",
-            priority_class="default",
-            pod_spec={},
-            submitted_at=T0,
-            last_transition_at=T0,
-            failure_count=failures,
-            run_count=len(runs),
-        )
+        historic_job(apps, job_id, failure_count=failures, run_count=len(runs))
         for n, retryable in enumerate(runs):
             Run.objects.create(
                 id=f"{job_id}-r{n}",

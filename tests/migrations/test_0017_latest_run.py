@@ -8,7 +8,7 @@ import pytest
 
 from armada.services import latest_run
 from tests.conftest import T0
-from tests.migrations.migrating import migrate, migrate_to_latest
+from tests.migrations.migrating import historic_job, migrate, migrate_to_latest
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -19,8 +19,7 @@ COPIED = latest_run.FIELDS
 
 def test_the_latest_run_is_copied_onto_its_job():
     apps = migrate(BEFORE)
-    Queue, Job, Run = (apps.get_model("armada", m) for m in ("Queue", "Job", "Run"))
-    Queue.objects.create(name="mq", priority_factor=1, created_at=T0, updated_at=T0)
+    Run = apps.get_model("armada", "Run")
     runs = {
         # job id: [(run id, node, exit code, retryable, decision)], in any order
         "j-retried": [
@@ -31,17 +30,7 @@ def test_the_latest_run_is_copied_onto_its_job():
         "j-queued": [],
     }
     for job_id, job_runs in runs.items():
-        Job.objects.create(
-            id=job_id,
-            queue_id="mq",
-            job_set="s",
-            owner="o",
-            priority_class="default",
-            pod_spec={},
-            submitted_at=T0,
-            last_transition_at=T0,
-            run_count=len(job_runs),
-        )
+        historic_job(apps, job_id, run_count=len(job_runs))
         for run_id, node, exit_code, retryable, decision in job_runs:
             Run.objects.create(
                 id=run_id,
