@@ -60,7 +60,6 @@ def jobs(fast_passwords, admin_user, queue):  # noqa: F811
 def open_page(page, path: str) -> None:
     """Log in to ``path`` and wait for its scripts (the grid's and the panel's) to be set up."""
     log_in(page, path)
-    page.wait_for_load_state("load")
 
 
 def row(page, job_id: str):

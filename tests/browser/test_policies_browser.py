@@ -59,6 +59,9 @@ def log_in(page, path: str, username: str = "root", password: str = "root-passwo
     page.fill("#id_password", password)
     page.click("form.login-form button[type=submit]")
     expect(page).to_have_url(re.compile(re.escape(path) + "$"))
+    # The URL changes when the page starts to arrive; its deferred scripts (the handlers a
+    # test is about to click) have run only once it has loaded.
+    page.wait_for_load_state("load")
 
 
 def no_problems(page) -> None:
