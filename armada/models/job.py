@@ -67,6 +67,9 @@ class Job(models.Model):
     latest_exit_code = models.IntegerField(null=True, blank=True)
     latest_retryable = models.BooleanField(null=True, blank=True)
     latest_decision = models.CharField(max_length=32, blank=True, default="")
+    # A retried job whose rule asks for a delay (``backoff``) is not leased before this time;
+    # None when it may be leased at once.
+    retry_not_before = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["id"]
