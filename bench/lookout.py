@@ -11,8 +11,11 @@
    and logs ``--users`` users in through the admin login form (Lookout takes sessions only).
 3. For ``--duration`` seconds, each user (a thread with its own session) requests, at
    random: jobs table first pages and deep pages (a cursor 50 pages in) filtered by queue,
-   queue and state, failure category, job-set prefix (broad and narrow); counts grouped by
-   queue, state, failure category and job set; and job pages. Meanwhile another process
+   queue and state, failure category, job-set prefix (broad and narrow) and the header
+   filters; counts grouped by queue, state, failure category, job set and more; the side
+   panel, job pages and the live update's rows. Grid pages and groups are asked for as the
+   open grid asks for them (htmx requests for its changing parts); ``load`` requests are
+   whole pages, as when a grid URL is opened. Meanwhile another process
    appends ``--events-per-s`` events through ``services.events.events_append`` and moves
    jobs between states.
 4. Prints count, p50, p95, p99 and max latency per request kind, then calls the views

@@ -107,7 +107,12 @@ OTHER_KINDS = {
     "job:heavy": 0.2,
     "panel:heavy": 0.3,
     "rows": 2.0,
+    # A whole page, as when a grid URL is opened (the other grid kinds are what the open grid
+    # asks for when a filter, sort, page or grouping changes: htmx requests for its parts).
+    "load": 1.5,
 }
+# The headers of the open grid's requests for its changing parts (see lookout.grid_views).
+GRID_PART = {"HX-Request": "true", "HX-Target": "job-rows"}
 
 
 def request_kinds(filters: dict[str, list[str]], jobs_info: dict) -> list[tuple[str, float]]:
@@ -133,6 +138,8 @@ def url_for(kind: str, rnd: random.Random, filters, deep, jobs_info) -> str:
     if kind in GROUP_KINDS:
         queue, job_set = rnd.choice(jobs_info["job_sets"])
         return GROUP_KINDS[kind].replace("{queue}", queue).replace("{job_set}", job_set)
+    if kind == "load":
+        return "/?" + rnd.choice(filters[rnd.choice(sorted(filters))])
     if kind == "rows":
         # What a live update of an open grid asks for: the rows of a page's ids.
         start = rnd.randrange(max(1, len(jobs_info["samples"]) - 50))
@@ -198,7 +205,8 @@ def run_load(base: str, args, filters, deep, jobs_info) -> dict[str, list[float]
             url = url_for(kind, rnd, filters, deep, jobs_info)
             t0 = time.perf_counter()
             try:
-                r = session.get(base + url, timeout=60)
+                headers = GRID_PART if kind.startswith(("table:", "deep:", "group:")) else {}
+                r = session.get(base + url, headers=headers, timeout=60)
                 ok = r.status_code == 200
             except Exception:  # noqa: BLE001 - counted as an error
                 ok = False
@@ -297,13 +305,15 @@ def report(results: dict[str, list[float]], duration: float) -> None:
     print(f"{total:,} requests in {duration:.0f} s ({total / duration:.1f}/s)")
     print(f"| {'request':28} | count | p50 ms | p95 ms | p99 ms | max ms |")
     print(f"|{'-' * 30}|------:|-------:|-------:|-------:|-------:|")
-    # Every kind, then the families the goals name: grid pages (first and deep), groups (and
-    # expanding them), the side panel and the job page, and the live update's row read.
+    # Every kind, then the families the goals name: grid pages (first and deep, as the open
+    # grid asks for them), groups (and expanding them), the side panel and the job page, the
+    # live update's row read, and whole pages (a grid URL opened).
     families = {
         "ALL grid pages": ("table:", "deep:"),
         "ALL groups": ("group:", "expand:"),
         "ALL panel and job page": ("panel", "job"),
         "ALL rows": ("rows",),
+        "ALL whole pages": ("load",),
     }
     rows = {kind: sorted(v) for kind, v in results.items()}
     for family, prefixes in families.items():

@@ -25,7 +25,7 @@ from lookout.grid.filters import FilterError
 from lookout.grid.page_context import grid_context
 from lookout.grid.pages import MAX_ROW_IDS, rows_for
 from lookout.grid.params import GridParams
-from lookout.grid.prefs import reset_columns, save_columns, saved_columns
+from lookout.grid.prefs import request_columns, reset_columns, save_columns
 
 MAX_BODY = 64 * 1024
 
@@ -183,7 +183,7 @@ def _choice_from_form(request: HttpRequest) -> dict[str, Any] | None:
         except ColumnError as exc:
             raise FilterError("add", str(exc)) from None
         shown = [*shown, key] if key not in shown else shown
-    _, widths = saved_columns(request.user)
+    _, widths = request_columns(request)
     return {
         "visible": shown,
         "widths": {k: w for k, w in widths.items() if k in COLUMNS or k in shown},

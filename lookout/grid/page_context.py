@@ -16,7 +16,7 @@ from lookout.grid.header import annotation_chips, header_cells, kept_filters
 from lookout.grid.options import filter_options
 from lookout.grid.pages import grid_page
 from lookout.grid.params import PAGE_SIZES, GridParams
-from lookout.grid.prefs import saved_columns
+from lookout.grid.prefs import request_columns
 
 # What an htmx request for the rows also replaces (the filter row stays: it is being typed in).
 GRID_OOB = "#grid-head,#grid-cols,#grid-pager,#grid-error,#grid-chips,#grid-form-fields"
@@ -37,7 +37,7 @@ def grid_context(
     """Everything the grid's templates show. With ``error`` (a refused URL) the grid is
     empty, shows the message, and the filter fields keep what was sent."""
     raw = {k: v for k, v in request.GET.lists()}
-    saved, widths = saved_columns(request.user)
+    saved, widths = request_columns(request)
     if params is None:
         params = _fallback_params(raw, saved, widths)
     filters = params.filters if error is None else None

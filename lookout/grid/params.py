@@ -69,9 +69,9 @@ class GridParams:
     @classmethod
     def from_request(cls, request: HttpRequest) -> GridParams:
         """From the query string and the viewer's saved column choice."""
-        from lookout.grid.prefs import saved_columns
+        from lookout.grid.prefs import request_columns
 
-        visible, widths = saved_columns(request.user)
+        visible, widths = request_columns(request)
         return cls.from_query(request.GET, saved=visible, widths=widths)
 
     @classmethod

@@ -38,6 +38,16 @@ def saved_columns(user: Any) -> tuple[tuple[str, ...] | None, dict[str, int]]:
     return visible or None, widths
 
 
+def request_columns(request: Any) -> tuple[tuple[str, ...] | None, dict[str, int]]:
+    """``saved_columns`` of the request's user, read once per request (a grid page needs it
+    both to parse its view and to render the chooser)."""
+    read = getattr(request, "_lookout_grid_columns", None)
+    if read is None:
+        read = saved_columns(request.user)
+        request._lookout_grid_columns = read
+    return read
+
+
 def _known(key: Any) -> bool:
     try:
         column(str(key))

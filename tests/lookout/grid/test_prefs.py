@@ -162,3 +162,20 @@ def test_a_saved_column_the_grid_no_longer_has_is_left_out(admin_user):
         updated_at="2026-01-01T00:00:00Z",
     )
     assert saved_columns(admin_user) == (("id",), {})
+
+
+def test_a_grid_page_reads_the_choice_once(client, admin_user, queue):
+    """The view and the chooser both need the choice; it is read from the database once."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    make_job("01a")
+    client.force_login(admin_user)
+    save_columns(admin_user, {"visible": ["id", "state"], "widths": {"state": 200}})
+    for headers in ({}, {"HX-Request": "true", "HX-Target": "job-rows"}):
+        with CaptureQueriesContext(connection) as queries:
+            response = client.get("/", headers=headers)
+        assert response.status_code == 200
+        assert columns_of(response.content.decode()) == ["id", "state"]
+        reads = [q for q in queries if "lookout_gridpreference" in q["sql"]]
+        assert len(reads) == 1, reads
