@@ -224,3 +224,29 @@ def test_the_page_shows_the_latest_events_and_links_to_all(client, admin_user, q
         f"node-{i}" for i in range(7)
     ]
     assert "The last" not in every.content.decode()
+
+
+def test_run_times_and_the_timeline_are_shown_in_the_time_zone_and_escaped(
+    client, admin_user, queue, owner, settings
+):
+    """The runs' times and the events are written in Python, not by template filters: each
+    time as a <time> with its ISO value, in the current time zone; every value escaped."""
+    settings.TIME_ZONE = "Europe/Berlin"  # UTC+1 in January
+    [job_id] = job_submit(actor=owner, data=job_file(), now=T0)
+    make_run("r1", job_id, state="failed", running_at=at(5), finished_at=at(9))
+    Event.objects.filter(job_id=job_id, type=EventType.SUBMITTED).update(
+        payload={"reason": "<script>alert(1)</script>"}
+    )
+    client.force_login(admin_user)
+    html = client.get(f"/jobs/{job_id}").content.decode()
+    for label, seconds in (("Leased", 1), ("Started", 5), ("Finished", 9)):
+        assert (
+            f'<dt>{label}</dt><dd><time datetime="2026-01-01T13:00:0{seconds}+01:00">'
+            f"2026-01-01 13:00:0{seconds}</time></dd>"
+        ) in html, label
+    assert "<dt>Pending</dt>" not in html
+    assert "<script>alert(1)</script>" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert '<span class="k">reason</span>' in html
+    submitted = html.index("<strong>submitted</strong>")
+    assert html.rindex('<li><time datetime="2026-01-01T13:00:00+01:00">', 0, submitted) > 0
