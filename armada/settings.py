@@ -196,6 +196,10 @@ LOGIN_THROTTLE = {
     "BASE_DELAY_SECONDS": env_int("ARMADA_LOGIN_LOCKOUT_SECONDS", 10),
     "MAX_DELAY_SECONDS": env_int("ARMADA_LOGIN_LOCKOUT_MAX_SECONDS", 15 * 60),
 }
+# Sessions are kept in the database; with Redis, also in the cache, so that a request reads
+# its session from Redis (every web process shares it; a logout clears both).
+if env_str("REDIS_URL"):
+    SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
 # Shared by every web process through Redis when there is one; else the default cache
 # (Lookout's kept group counts) is each process's memory and the login throttle's is files
 # on this machine.
