@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+from typing import NamedTuple
+
 from armada.models import Job
 from armada.services.authz import watchable_queues
 
@@ -67,17 +70,28 @@ EVENT_HIGHLIGHTS = (
 EVENTS_SHOWN = 200
 
 
+class TimelineEvent(NamedTuple):
+    """What the timeline shows of an event (read as plain rows: a few hundred model
+    instances cost more than the rest of the page)."""
+
+    type: str
+    run_id: str
+    created: datetime
+    payload: dict
+
+
 def job_events(*, job: Job, last: int | None = None) -> list[dict]:
     """The job's events in order (only its ``last`` ones when given), each as
-    ``{"event": Event, "highlights": [(key, value)]}``."""
+    ``{"event": TimelineEvent, "highlights": [(key, value)]}``."""
     from armada.models import Event
     from armada.services.events import current_payload
 
-    events = Event.objects.filter(job_id=job.id)
+    events = Event.objects.filter(job_id=job.id).values_list(*TimelineEvent._fields)
     if last is None:
-        selected = list(events.order_by("id"))
+        rows = list(events.order_by("id"))
     else:
-        selected = list(events.order_by("-id")[:last])[::-1]
+        rows = list(events.order_by("-id")[:last])[::-1]
+    selected = [TimelineEvent(*row) for row in rows]
     timeline = []
     for event in selected:
         payload = current_payload(event.type, event.payload)
