@@ -21,6 +21,7 @@ from typing import Any
 
 import yaml
 
+from armada.core.backoff import describe_backoff, parse_backoff
 from armada.core.errors import FieldError
 from armada.core.policy import DOCUMENT_KEY_ORDER
 from armada.core.quantity import MEMORY, parse_quantity
@@ -232,6 +233,15 @@ def _mutation_words(mutate: Any) -> list[str]:
     return out
 
 
+def _backoff_words(stored: Any) -> list[str]:
+    """A stored rule's ``backoff`` (our extension) in words; nothing when it cannot be read."""
+    if stored is None:
+        return []
+    errors: list[FieldError] = []
+    backoff = parse_backoff(stored, "backoff", errors)
+    return [describe_backoff(backoff)] if backoff is not None else []
+
+
 def rules_text(rules: Any) -> list[RuleText]:
     """The stored rules, in order and numbered from 1, as the policy page lists them. A
     rule stored before the format tightened is shown as far as it can be read."""
@@ -246,7 +256,7 @@ def rules_text(rules: Any) -> list[RuleText]:
                 number=number,
                 action=str(rule.get("action", "")),
                 matches=matches,
-                mutation=_mutation_words(rule.get("mutate")),
+                mutation=_mutation_words(rule.get("mutate")) + _backoff_words(rule.get("backoff")),
             )
         )
     return out

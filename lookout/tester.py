@@ -19,12 +19,14 @@ from typing import Any
 
 from django.conf import settings
 
+from armada.core.backoff import describe_backoff
 from armada.core.categorizer import (
     Categorization,
     Categorizer,
     ContainerSignal,
     FailureSignals,
 )
+from armada.core.duration import format_duration
 from armada.core.policy import MAX_RETRY_LIMIT, Mutation, Rule
 from armada.core.quantity import MEMORY
 from armada.core.quantity_text import readable_quantity
@@ -79,6 +81,8 @@ class Outcome:
     # Rules are numbered from 1 for people: ``rules[2]`` is rule 3.
     rule_number: int | None = None
     mutation: list[str] = field(default_factory=list)
+    # The retry delay of the matched rule's backoff (our extension), for people; "" for none.
+    delay: str = ""
     categorization: Categorization | None = None
     recorded: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
@@ -163,6 +167,19 @@ def describe_mutation(mutation: Mutation | None) -> list[str]:
     return out
 
 
+def describe_delay(decision: Decision, rule: Rule | None) -> str:
+    """How long a retried job would wait before its next lease, and by which backoff; ""
+    when it would not wait."""
+    seconds = decision.retry_delay_seconds
+    if seconds is None or rule is None or rule.backoff is None:
+        return ""
+    return (
+        f"{format_duration(seconds)} before the job may be leased again "
+        f"(this rule's backoff: {describe_backoff(rule.backoff)}; "
+        f"{decision.retries_used} retr{'y' if decision.retries_used == 1 else 'ies'} before)"
+    )
+
+
 def _settings() -> tuple[RetrySettings, list[str]]:
     """The engine settings the tester uses: on, with the configured global cap."""
     config = settings.ARMADA.scheduling.retry_policy
@@ -227,6 +244,7 @@ def evaluate(
         rule=rule,
         rule_number=decision.rule_index + 1 if decision.rule_index is not None else None,
         mutation=describe_mutation(decision.mutation),
+        delay=describe_delay(decision, rule),
         categorization=categorization,
         recorded=recorded,
         notes=notes,

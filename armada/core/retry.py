@@ -21,6 +21,7 @@ from decimal import ROUND_CEILING, Decimal
 from typing import Any
 
 from armada.core.categorizer import INTERNAL, LEASE_EXPIRED
+from armada.core.duration import format_duration
 from armada.core.policy import FAIL, RETRY, MemoryBump, Mutation, RetryPolicy, Rule
 from armada.core.quantity import MEMORY, format_quantity, parse_quantity
 from armada.core.submission import pod_requests
@@ -72,6 +73,8 @@ class Decision:
     ``label`` is empty when the engine did not decide (flag off, gang, failFast, no policy or
     an unavailable one): the caller then applies the legacy behaviour. ``rule_index`` is
     0-based, as in ``rules[0]``; the ``reason`` text numbers rules from 1 for people.
+    ``retry_delay_seconds`` is set only on a Retry by a rule with a ``backoff`` (see
+    :func:`decide`, step 9); None means the job may be leased again at once.
     """
 
     retry: bool
@@ -86,6 +89,7 @@ class Decision:
     global_cap: int | None = None
     gang_skipped: bool = False
     reason: str = ""
+    retry_delay_seconds: float | None = None
 
 
 def _lookup(queue_policy_names: Sequence[str], settings: RetrySettings) -> str:
@@ -131,6 +135,11 @@ def decide(
     8. ``retries_used >= retryLimit`` fails (``fail_policy_limit``).
     9. Retry (``retry``), carrying the matched rule's mutation; none from defaultAction, and
        none for a lease expiry (a lost executor is not the node's or the job's fault).
+       With the matched rule's ``backoff`` (our extension, ``core.backoff``), also
+       ``retry_delay_seconds``: ``initial * factor ** retries_used`` capped at ``max``, the
+       time the job waits before its next lease. A lease expiry that a rule with a backoff
+       matches is delayed too (a delay blames nobody; the rule asked for it). No delay
+       (None) from defaultAction, from a rule without backoff, or on any Fail.
 
     Reasons are short sentences for users; they number rules from 1 and name the policy
     only where the decision does not already say it elsewhere (``policy`` carries it).
@@ -245,12 +254,17 @@ def decide(
     if failure.lease_expired and mutation is not None:
         mutation = None
         source += ", lease expired: no mutation"
+    delay = rule.backoff.delay(used) if rule is not None and rule.backoff is not None else None
+    reason = f"retry {used + 1} of {limit} ({source})"
+    if delay is not None:
+        reason += f", after a retry delay of {format_duration(delay)}"
     return Decision(
         retry=True,
         label=LABEL_RETRY,
         rule_index=index,
         mutation=mutation,
-        reason=f"retry {used + 1} of {limit} ({source})",
+        reason=reason,
+        retry_delay_seconds=delay,
         **base,
     )
 

@@ -10,7 +10,14 @@ moves the cursor. The first sync (a cold start) notes the newest event id, then 
 live job; whatever changes meanwhile is caught by the next sync from that id.
 
 Invariants, after each sync:
-- ``queued`` holds exactly the jobs in state ``queued`` (as :class:`QueuedJob`), each once, and
+- every job in state ``queued`` is in exactly one of ``queued`` and ``delayed``;
+- ``delayed`` holds the queued jobs waiting for their retry delay (``Job.retry_not_before``,
+  our ``backoff`` extension) at the ``now`` of the latest sync (the time they wait for, and
+  the job); :meth:`JobDb.release_due` moves them to ``queued`` once that time has come, so
+  no event is needed for a delay to end, and a delay survives a restart because the cold
+  load reads the column. A delayed job is in no queue's order and no gang, so it takes none
+  of its queue's lookback and never stands in front of its queue's other jobs;
+- ``queued`` holds the other queued jobs (as :class:`QueuedJob`), each once, and
   ``by_queue[q]`` holds the same jobs of queue ``q`` in scheduling order
   (:meth:`QueuedJob.order_key`); ``gangs`` holds the queued members of each gang;
 - ``runs`` holds exactly the active (leased, pending, running) runs, one per job.
@@ -21,75 +28,28 @@ a million queued jobs cost a few hundred bytes each.
 
 from __future__ import annotations
 
-import json
+import heapq
 import logging
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from itertools import islice
-from typing import Any
 
-from django.db import connection
 from django.db.models import Max
 from sortedcontainers import SortedKeyList
 
 from armada.core.config import PriorityClass
 from armada.core.quantity import Resources
-from armada.core.scheduling import QueuedJob, Toleration
+from armada.core.scheduling import QueuedJob
 from armada.core.states import JobState, RunState
-from armada.models import Event, Job, Run
+from armada.models import Event
 from armada.services.bulk import sql_in
-from armada.services.snapshot import pod_tolerations
+from armada.services.jobdb_rows import CHUNK, Interner, job_query, moment, read_rows, run_query
 
 log = logging.getLogger(__name__)
 
 ACTIVE_RUN_STATES = [RunState.LEASED, RunState.PENDING, RunState.RUNNING]
 LIVE_JOB_STATES = [s.value for s in JobState if not s.terminal]
-CHUNK = 5000
-
-
-def _json_path(column: str, key: str) -> str:
-    if connection.vendor == "postgresql":
-        return f"{column}->'{key}'"
-    return f"json_extract({column}, '$.{key}')"
-
-
-def _job_query(where: str) -> str:
-    """Live jobs as plain tuples; JSON comes back as text, parsed once per distinct value."""
-    return (
-        "SELECT id, queue, state, priority, priority_class, requests, "
-        f"{_json_path('pod_spec', 'nodeSelector')}, {_json_path('pod_spec', 'tolerations')}, "
-        f"{_json_path('mutations', 'avoidNodes')}, gang_id, gang_cardinality, "
-        f"gang_uniformity_label FROM {Job._meta.db_table} WHERE {where}"
-    )
-
-
-def _run_query(where: str) -> str:
-    return (
-        "SELECT r.id, r.job_id, r.pool, r.executor, r.node, r.requests, "
-        "r.stop_requested_at IS NOT NULL, j.queue, j.priority_class, j.gang_id "
-        f"FROM {Run._meta.db_table} r JOIN {Job._meta.db_table} j ON j.id = r.job_id "
-        f"WHERE {where}"
-    )
-
-
-def _rows(sql: str, params: list, *, server_side: bool = False) -> Iterator[tuple]:
-    """The rows of a query, fetched in chunks (through a server-side cursor when asked, so
-    that a million rows are never all in memory as tuples at once)."""
-    cursor = connection.chunked_cursor() if server_side else connection.cursor()
-    with cursor:
-        cursor.execute(sql, params)
-        while rows := cursor.fetchmany(CHUNK):
-            yield from rows
-
-
-def _text(value: Any) -> str | None:
-    """A JSON value as the database returned it: text (bytes from some drivers), or already
-    parsed where the driver does that."""
-    if value is None or isinstance(value, str):
-        return value
-    if isinstance(value, bytes | bytearray | memoryview):
-        return bytes(value).decode()
-    return json.dumps(value, sort_keys=True)
 
 
 @dataclass(slots=True)
@@ -115,60 +75,6 @@ class SyncReport:
     jobs: int = 0
 
 
-class _Interner:
-    """One shared object per distinct JSON text (requests, selectors, tolerations, avoided
-    nodes), parsed once."""
-
-    def __init__(self) -> None:
-        self.resources: dict[str, Resources] = {}
-        self.selectors: dict[str, Mapping[str, str]] = {}
-        self.tolerations: dict[str, tuple[Toleration, ...]] = {}
-        self.avoid: dict[str, frozenset[str]] = {}
-
-    def requests(self, raw: Any) -> Resources:
-        text = _text(raw) or "{}"
-        found = self.resources.get(text)
-        if found is None:
-            found = self.resources[text] = Resources(json.loads(text))
-        return found
-
-    def selector(self, raw: Any) -> Mapping[str, str]:
-        text = _text(raw)
-        if not text:
-            return {}
-        found = self.selectors.get(text)
-        if found is None:
-            value = json.loads(text)
-            found = self.selectors[text] = (
-                {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
-            )
-        return found
-
-    def toleration_list(self, raw: Any) -> tuple[Toleration, ...]:
-        text = _text(raw)
-        if not text:
-            return ()
-        found = self.tolerations.get(text)
-        if found is None:
-            value = json.loads(text)
-            found = self.tolerations[text] = (
-                tuple(pod_tolerations({"tolerations": value})) if isinstance(value, list) else ()
-            )
-        return found
-
-    def avoided(self, raw: Any) -> frozenset[str]:
-        text = _text(raw)
-        if not text:
-            return frozenset()
-        found = self.avoid.get(text)
-        if found is None:
-            value = json.loads(text)
-            found = self.avoid[text] = (
-                frozenset(str(a) for a in value) if isinstance(value, list) else frozenset()
-            )
-        return found
-
-
 @dataclass
 class JobDb:
     """See the module docstring. Not thread-safe: one scheduler process, one cycle at a time."""
@@ -180,13 +86,46 @@ class JobDb:
     gangs: dict[tuple[str, str], dict[str, QueuedJob]] = field(default_factory=dict)
     avoid: dict[str, frozenset[str]] = field(default_factory=dict)  # job id -> node ids
     runs: dict[str, ActiveRun] = field(default_factory=dict)  # job id -> its active run
-    _intern: _Interner = field(default_factory=_Interner)
+    # job id -> (its retry_not_before, the job), for queued jobs still waiting for it
+    delayed: dict[str, tuple[datetime, QueuedJob]] = field(default_factory=dict)
+    # The latest ``now`` a sync was given; None before (every job with a time waits then).
+    now: datetime | None = None
+    _intern: Interner = field(default_factory=Interner)
+    _due: list[tuple[datetime, str]] = field(default_factory=list)  # heap over ``delayed``
 
     # --- syncing -------------------------------------------------------------------------
 
-    def sync(self, *, max_events: int = 1_000_000) -> SyncReport:
+    def sync(self, *, max_events: int = 1_000_000, now: datetime | None = None) -> SyncReport:
         """Apply what changed since the cursor (at most ``max_events`` events of it; the rest
-        waits for the next sync). The first call loads every live job."""
+        waits for the next sync). The first call loads every live job. With ``now``, a
+        queued job whose retry delay runs past ``now`` is kept in ``delayed`` and one whose
+        delay has ended is released to its queue; without it, the ``now`` of the previous
+        sync is used, and before any ``now`` every job with a time waits (until
+        :meth:`release_due`)."""
+        if now is not None:
+            self.now = now
+        report = self._sync(max_events)
+        if self.now is not None:
+            self.release_due(self.now)
+        return report
+
+    def release_due(self, now: datetime) -> int:
+        """Move the delayed jobs whose time has come (``<= now``) to their queues; returns
+        how many. Cheap when none is due (a look at the heap's top)."""
+        due = self._due
+        released: list[QueuedJob] = []
+        while due and due[0][0] <= now:
+            at, job_id = heapq.heappop(due)
+            entry = self.delayed.get(job_id)
+            if entry is None or entry[0] != at:
+                continue  # forgotten, or reloaded with another time since
+            del self.delayed[job_id]
+            released.append(entry[1])
+        if released:
+            self._enqueue(released)
+        return len(released)
+
+    def _sync(self, max_events: int) -> SyncReport:
         if self.cursor is None:
             return self._load_all()
         newest = Event.objects.aggregate(m=Max("id"))["m"] or 0
@@ -215,10 +154,12 @@ class JobDb:
         self.gangs.clear()
         self.avoid.clear()
         self.runs.clear()
+        self.delayed.clear()
+        self._due.clear()
         where, params = sql_in("state", LIVE_JOB_STATES)
-        count = self._apply_jobs(_rows(_job_query(where), params, server_side=True))
+        count = self._apply_jobs(read_rows(job_query(where), params, server_side=True))
         where, params = sql_in("r.state", ACTIVE_RUN_STATES)
-        self._apply_runs(_rows(_run_query(where), params, server_side=True))
+        self._apply_runs(read_rows(run_query(where), params, server_side=True))
         self.cursor = cursor
         log.info("job db loaded: %d live jobs, %d active runs", count, len(self.runs))
         return SyncReport(cold=True, jobs=count)
@@ -232,14 +173,15 @@ class JobDb:
             chunk = ids[start : start + CHUNK]
             where, params = sql_in("id", chunk)
             live, live_params = sql_in("state", LIVE_JOB_STATES)
-            self._apply_jobs(_rows(_job_query(f"{where} AND {live}"), params + live_params))
+            self._apply_jobs(read_rows(job_query(f"{where} AND {live}"), params + live_params))
             where, params = sql_in("r.job_id", chunk)
             active, active_params = sql_in("r.state", ACTIVE_RUN_STATES)
-            self._apply_runs(_rows(_run_query(f"{where} AND {active}"), params + active_params))
+            self._apply_runs(read_rows(run_query(f"{where} AND {active}"), params + active_params))
 
     def _forget(self, job_id: str) -> None:
         self.runs.pop(job_id, None)
         self.avoid.pop(job_id, None)
+        self.delayed.pop(job_id, None)  # its heap entry is skipped when it comes up
         job = self.queued.pop(job_id, None)
         if job is None:
             return
@@ -254,8 +196,8 @@ class JobDb:
     def _apply_jobs(self, rows: Iterable[tuple]) -> int:
         intern = self._intern
         classes = self.classes
-        queued = self.queued
-        added: dict[str, list[QueuedJob]] = {}
+        now = self.now
+        added: list[QueuedJob] = []
         count = 0
         for (
             job_id,
@@ -270,6 +212,7 @@ class JobDb:
             gang_id,
             gang_cardinality,
             gang_label,
+            not_before,
         ) in rows:
             count += 1
             if state != JobState.QUEUED:
@@ -287,25 +230,40 @@ class JobDb:
                 gang_cardinality=gang_cardinality,
                 gang_uniformity_label=gang_label,
             )
-            queued[job_id] = job
-            batch = added.get(queue)
-            if batch is None:
-                batch = added[queue] = []
-            batch.append(job)
-            if gang_id:
-                self.gangs.setdefault((queue, gang_id), {})[job_id] = job
             if avoid:
                 avoided = intern.avoided(avoid)
                 if avoided:
                     self.avoid[job_id] = avoided
+            at = moment(not_before)
+            if at is not None and (now is None or at > now):
+                # Waiting for its retry delay. Before the first ``now`` every job with a time
+                # waits; the ``release_due`` that ends each sync frees those already due.
+                self.delayed[job_id] = (at, job)
+                heapq.heappush(self._due, (at, job_id))
+                continue
+            added.append(job)
+        self._enqueue(added)
+        return count
+
+    def _enqueue(self, jobs: list[QueuedJob]) -> None:
+        """Put ``jobs`` in ``queued``, their queues' order and their gangs."""
+        queued = self.queued
+        by_queue: dict[str, list[QueuedJob]] = {}
+        for job in jobs:
+            queued[job.id] = job
+            batch = by_queue.get(job.queue)
+            if batch is None:
+                batch = by_queue[job.queue] = []
+            batch.append(job)
+            if job.gang_id:
+                self.gangs.setdefault((job.queue, job.gang_id), {})[job.id] = job
         # In bulk: a big batch (a cold load) is sorted once, not inserted job by job.
-        for queue, batch in added.items():
+        for queue, batch in by_queue.items():
             ordered = self.by_queue.get(queue)
             if ordered is None:
                 self.by_queue[queue] = SortedKeyList(batch, key=QueuedJob.order_key)
             else:
                 ordered.update(batch)
-        return count
 
     def _apply_runs(self, rows: Iterable[tuple]) -> None:
         intern = self._intern
@@ -360,4 +318,9 @@ class JobDb:
         return [r for r in self.runs.values() if r.pool == pool]
 
     def queued_count(self) -> int:
-        return len(self.queued)
+        """Queued jobs, those waiting for a retry delay included."""
+        return len(self.queued) + len(self.delayed)
+
+    def delayed_until(self) -> dict[str, datetime]:
+        """Each job waiting for its retry delay, with the time it waits for."""
+        return {job_id: at for job_id, (at, _) in self.delayed.items()}

@@ -195,13 +195,17 @@ def policy_update(
     data: Any,
     now: datetime,
     expected_version: int | None = None,
+    carries_backoff: bool = True,
 ) -> RetryPolicy:
     """Replace the policy's rules and limits; its version grows by one and the new version
     is added to the history.
 
     ``expected_version`` is the version the caller's edit started from: when the policy has
     moved on since (someone else saved meanwhile), the update is refused with
-    FailedPrecondition instead of silently overwriting their change.
+    FailedPrecondition instead of silently overwriting their change. ``carries_backoff``
+    False says the caller's format has no place for a rule's ``backoff`` (our extension;
+    Armada's gRPC message): a stored policy that has one is then refused with
+    FailedPrecondition rather than losing it. Both are checked under the policy's lock.
     """
     require_global(actor, "update_retry_policy", "update retry policies")
     spec = policy_validate(data=data, name=name)
@@ -214,6 +218,12 @@ def policy_update(
                 f"retry policy {name!r} was changed by {row.updated_by or 'someone'} "
                 f"(now version {row.version}) after you started editing version "
                 f"{expected_version}; review their change and save again"
+            )
+        if not carries_backoff and any("backoff" in rule for rule in row.rules or ()):
+            raise FailedPrecondition(
+                f"retry policy {name!r} has a rule with a retry delay (backoff), which this "
+                "API cannot carry; update it through /api/v1 or armadactl so that the delay "
+                "is not lost"
             )
         for key, value in _fields(spec).items():
             setattr(row, key, value)

@@ -4,7 +4,9 @@ Order of a cycle, under the ``scheduler`` leader lease (one cycle at a time):
 1. the runs of lost executors are expired (``services.expiry``) and every undecided failure
    is decided (``services.decisions``);
 2. the process's in-memory job database (``services.jobdb``) reads what changed since the
-   last cycle from the event log; nothing else about jobs is read from the database;
+   last cycle from the event log; nothing else about jobs is read from the database. Jobs
+   waiting for a retry delay (``backoff``) stay out of the round until the cycle's ``now``
+   reaches it, with that as their reason;
 3. per pool, ``core.scheduling.schedule_round`` gets the live nodes, the queues with what
    they use, the running jobs, and each queue's waiting jobs in order, pulled lazily (at most
    ``maxQueueLookback`` each); at most ``maximumJobsPerRound`` leases, fewer when the lease
@@ -30,6 +32,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db import connection, transaction
 
+from armada.core.backoff import reason_retry_delay
 from armada.core.quantity import Resources
 from armada.core.ratelimit import TokenBucket
 from armada.core.scheduling import (
@@ -190,7 +193,7 @@ def scheduler_cycle(*, now: datetime, clock: Callable[[], float] = time.monotoni
     expired = runs_expire(now=now)
     decided = failures_decide(now=now)
     db, bucket = scheduler_state(config)
-    db.sync()
+    db.sync(now=now)
     scheduling = config.scheduling
     classes = scheduling.priority_classes
     lookback = scheduling.max_queue_lookback
@@ -204,6 +207,10 @@ def scheduler_cycle(*, now: datetime, clock: Callable[[], float] = time.monotoni
         if q.cordoned:
             for job in db.queue_jobs(q.name, lookback=lookback):
                 report.unschedulable[job.id] = REASON_CORDONED
+    # Jobs waiting for their retry delay are in no queue's order (``services.jobdb``): the
+    # round never sees them, so they cost no lookback and block nobody.
+    for job_id, at in db.delayed_until().items():
+        report.unschedulable[job_id] = reason_retry_delay(at)
     for pool in scheduling.pools:
         nodes, rows = _load_nodes(pool.name, now)
         running, used = _running(db, pool.name, nodes, classes)
@@ -328,7 +335,7 @@ def _claim_queued(
     new_runs: Mapping[str, tuple[str, str, str, str]], now: datetime
 ) -> dict[str, tuple]:
     """Move the jobs of ``new_runs`` (job -> its new run, executor, node and pool) that are
-    still queued to leased, with the new run as their latest (``services.latest_run``), in
+    still queued, and not waiting for a retry delay past ``now``, to leased, with the new run as their latest (``services.latest_run``), in
     one statement per few thousand (the row lock, the check and the change at once); returns
     ``{id: (id, queue, job set, requests)}`` of the jobs moved. Call inside the transaction
     that also writes their runs and events."""
@@ -344,7 +351,12 @@ def _claim_queued(
                 "v(job, run, ex, node, pool)",
                 [(job_id, *new_runs[job_id]) for job_id in batch],
             )
-            where = "id IN (SELECT job FROM v) AND state = %s"
+            # A job whose retry delay runs past ``now`` is not leased, whatever the caller
+            # thought: the column is the truth (``Job.retry_not_before``); leasing clears it.
+            where = (
+                "id IN (SELECT job FROM v) AND state = %s"
+                " AND (retry_not_before IS NULL OR retry_not_before <= %s)"
+            )
             if connection.vendor == "postgresql":
                 # Rows are locked in id order, like every other job lock
                 # (``services.locking``), not in whatever order the plan visits them.
@@ -353,10 +365,17 @@ def _claim_queued(
                 )
             cursor.execute(
                 f"WITH {values} UPDATE {table} SET state = %s, last_transition_at = %s,"
-                f" run_count = run_count + 1, {latest} FROM v"
+                f" run_count = run_count + 1, retry_not_before = NULL, {latest} FROM v"
                 f" WHERE {table}.id = v.job AND {where} AND state = %s"
                 " RETURNING id, queue, job_set, requests",
-                [*params, JobState.LEASED.value, at, JobState.QUEUED.value, JobState.QUEUED.value],
+                [
+                    *params,
+                    JobState.LEASED.value,
+                    at,
+                    JobState.QUEUED.value,
+                    at,
+                    JobState.QUEUED.value,
+                ],
             )
             claimed.update((row[0], row) for row in cursor.fetchall())
     return claimed

@@ -19,10 +19,11 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Count, Min
+from django.db.models import Count, Max, Min, Q, QuerySet
 
+from armada.core.backoff import RETRY_DELAY_REASON, reason_retry_delay, reason_time
 from armada.core.quantity import format_quantity
-from armada.models import Queue, SchedulingReason, SchedulingRound
+from armada.models import Job, Queue, SchedulingReason, SchedulingRound
 from armada.services.authz import require_queue_verb, watchable_queues
 from armada.services.errors import NotFound, ValidationFailed
 from armada.services.queue_shares import QueueShare, queue_shares
@@ -68,7 +69,9 @@ def _share(share: QueueShare) -> dict[str, Any]:
 
 def pending_reasons(*, queues: list[str] | None, verbosity: int) -> list[dict[str, Any]]:
     """The reasons queued jobs of ``queues`` (every queue when None) wait, most jobs first,
-    each with its job count and, from verbosity 1, the ids of its oldest jobs."""
+    each with its job count and, from verbosity 1, the ids of its oldest jobs. The jobs
+    waiting for a retry delay are one entry, with ``until`` (see
+    :func:`_one_retry_delay_entry`)."""
     records = SchedulingReason.objects.filter(job__state="queued")
     if queues is not None:
         records = records.filter(job__queue_id__in=queues)
@@ -78,12 +81,50 @@ def pending_reasons(*, queues: list[str] | None, verbosity: int) -> list[dict[st
         .order_by("-jobs", "reason")
     )
     reasons = [{"reason": r["reason"], "jobs": r["jobs"], "since": r["since"]} for r in rows]
+    reasons = _one_retry_delay_entry(reasons, records)
     if verbosity:
         limit = EXAMPLE_JOBS * (10 if verbosity > 1 else 1)
         for entry in reasons:
-            ids = records.filter(reason=entry["reason"]).order_by("job_id")
+            ids = records.filter(_same_reason(entry["reason"])).order_by("job_id")
             entry["jobIds"] = list(ids.values_list("job_id", flat=True)[:limit])
     return reasons
+
+
+def _same_reason(reason: str) -> Q:
+    """The records counted under ``reason`` (every retry-delay record under that entry)."""
+    if reason.startswith(RETRY_DELAY_REASON):
+        return Q(reason__startswith=RETRY_DELAY_REASON)
+    return Q(reason=reason)
+
+
+def _one_retry_delay_entry(
+    reasons: list[dict[str, Any]], records: QuerySet
+) -> list[dict[str, Any]]:
+    """The jobs waiting for their retry delay (``backoff``, our extension) as one entry,
+    however many different times they wait for: its ``until`` is the latest of them, and
+    its reason names that time (one job, or jobs that all wait for the same time: the
+    time they wait for)."""
+    delayed = [r for r in reasons if r["reason"].startswith(RETRY_DELAY_REASON)]
+    if not delayed:
+        return reasons
+    times = Job.objects.filter(
+        id__in=records.filter(reason__startswith=RETRY_DELAY_REASON).values("job_id"),
+        retry_not_before__isnull=False,
+    ).aggregate(first=Min("retry_not_before"), last=Max("retry_not_before"))
+    until = times["last"]
+    if until is None:  # the delays were all cleared since: the rows are stale
+        return [r for r in reasons if r not in delayed]
+    reason = reason_retry_delay(until)
+    if times["first"] != until:
+        reason = f"{reason} at the latest (from {reason_time(times['first'])})"
+    entry = {
+        "reason": reason,
+        "jobs": sum(r["jobs"] for r in delayed),
+        "since": min(r["since"] for r in delayed),
+        "until": until,
+    }
+    kept = [r for r in reasons if r not in delayed] + [entry]
+    return sorted(kept, key=lambda r: (-r["jobs"], r["reason"]))
 
 
 def _rounds(verbosity: int) -> list[dict[str, Any]]:

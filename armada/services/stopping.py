@@ -191,6 +191,7 @@ def _cancel_locked(
             last_transition_at=now,
             terminal_reason="Cancelled",
             terminal_message=reason,
+            retry_not_before=None,  # an ended job waits for nothing
         )
     others = [j.id for j in jobs if j.state != JobState.QUEUED]
     _mark_stops(

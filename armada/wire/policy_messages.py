@@ -19,8 +19,9 @@ message                                                  document
 ``RETRY_ACTION_UNSPECIFIED`` (or a number the enum does not know) is refused, as Armada
 refuses it, with an error naming the field. What our API shows besides the document
 (``version``, ``createdAt``, ``updatedAt``, ``updatedBy``, warnings) has no place in the
-message and is not sent; a stored rule with anything the message cannot carry is sent with
-what it can carry (today every field of our format has its place).
+message and is not sent. A rule's ``backoff`` (our extension, ``core.backoff``) has no place
+in the message either: a policy is read without it, and an update of a policy that has one is
+refused (``wire.policy_ops``) rather than dropping it.
 """
 
 from __future__ import annotations

@@ -4,7 +4,9 @@
 - CreateRetryPolicy of a name that is taken: ALREADY_EXISTS (Armada overwrites; our
   specification keeps create and update apart). A ``mutate`` block on a Fail rule is accepted
   and dropped; the warning is logged (the answer, Empty, has no place for it).
-- UpdateRetryPolicy of a policy that does not exist: NOT_FOUND.
+- UpdateRetryPolicy of a policy that does not exist: NOT_FOUND. Of a policy with a rule's
+  retry delay (``backoff``, our extension, which the message cannot carry):
+  FAILED_PRECONDITION, so that the delay is never dropped unseen.
 - DeleteRetryPolicy of a policy that a queue names: FAILED_PRECONDITION naming the queues
   (our specification refuses it; Armada detaches the policy). Of a policy that does not
   exist: success, as in Armada.
@@ -43,7 +45,13 @@ def create_retry_policy(call: Call, request: submit_pb2.RetryPolicy) -> empty_pb
 @unary("api.RetryPolicyService/UpdateRetryPolicy")
 def update_retry_policy(call: Call, request: submit_pb2.RetryPolicy) -> empty_pb2.Empty:
     with armada_words():
-        policy_update(actor=call.actor, name=request.name, data=policy_body(request), now=call.now)
+        policy_update(
+            actor=call.actor,
+            name=request.name,
+            data=policy_body(request),
+            now=call.now,
+            carries_backoff=False,
+        )
     return empty_pb2.Empty()
 
 

@@ -232,7 +232,10 @@ FAIL_WITH_MUTATE = {
 }
 WARNING = {
     "field": "rules[0].mutate",
-    "message": "has no effect on a Fail rule and is ignored; remove it, or make the rule a Retry rule",
+    "message": (
+        "has no effect on a Fail rule and is ignored; remove it, or make the rule a Retry rule"
+        " (a mutation applies only to retries)"
+    ),
 }
 
 

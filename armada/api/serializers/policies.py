@@ -26,12 +26,35 @@ class MutateSerializer(serializers.Serializer):
     resources = MutateResourcesSerializer(required=False)
 
 
+class BackoffSerializer(serializers.Serializer):
+    initial = serializers.CharField(
+        help_text="the delay before the first retry: a duration such as 500ms, 30s, 5m or 1h30m "
+        "(or a number of seconds), at least 1ms"
+    )
+    factor = serializers.FloatField(
+        required=False,
+        min_value=1.0,
+        help_text="each later retry waits this many times longer "
+        "(default 1: the same delay every time)",
+    )
+    max = serializers.CharField(
+        required=False,
+        help_text="the longest delay, a duration of at least initial; required when factor > 1",
+    )
+
+
 class RuleSerializer(serializers.Serializer):
     action = serializers.ChoiceField(choices=["Retry", "Fail"])
     onCategory = serializers.CharField()
     onSubcategory = serializers.CharField(required=False)
     mutate = MutateSerializer(
         required=False, help_text="Retry rules only (on a Fail rule: ignored, with a warning)"
+    )
+    backoff = BackoffSerializer(
+        required=False,
+        help_text="our extension (not in Armada's format): the retried job is not leased before "
+        "min(initial * factor ** retries before, max) has passed; Retry rules only (on a Fail "
+        "rule: ignored, with a warning); see docs/retry-backoff.md",
     )
 
 
@@ -58,6 +81,7 @@ class RetryPolicySavedSerializer(RetryPolicySerializer):
     warnings = serializers.ListField(
         child=serializers.DictField(child=serializers.CharField()),
         read_only=True,
-        help_text="what was accepted but has no effect (a mutate block on a Fail rule), "
+        help_text="what was accepted but has no effect (a mutate or backoff block on a Fail "
+        "rule), "
         "as {field, message}",
     )

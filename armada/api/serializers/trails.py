@@ -106,3 +106,14 @@ class DecisionTrailSerializer(serializers.Serializer):
     gangSkipped = serializers.BooleanField(required=False)
     mutation = TrailMutationSerializer(required=False)
     reason = serializers.CharField(required=False, allow_blank=True)
+    retryDelaySeconds = serializers.FloatField(
+        required=False,
+        allow_null=True,
+        help_text="the retry delay of the matched rule's backoff (our extension), in seconds; "
+        "null when the job could be leased again at once",
+    )
+    retryNotBefore = serializers.DateTimeField(
+        required=False,
+        allow_null=True,
+        help_text="the job was not leased again before this time (decision time + delay)",
+    )
