@@ -48,6 +48,8 @@ from armada.services.cycle_metrics import (
     bucket_label,
 )
 from armada.services.queue_shares import ACTIVE_RUNS, pool_capacity
+from armada.services.retry_cost_metrics import COUNTERS as RETRY_COST_COUNTERS
+from armada.services.retry_cost_metrics import LABELS as RETRY_COST_LABELS
 
 # name (with _total) -> (help, label names)
 DB_COUNTERS: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -63,6 +65,14 @@ DB_COUNTERS: dict[str, tuple[str, tuple[str, ...]]] = {
         "Failures of gang jobs (2 or more members) that a retry policy would otherwise have decided",
         ("policy",),
     ),
+}
+# What failed runs and retried attempts cost (``services.retry_cost``, docs/retry-cost.md):
+# counters kept like those above, each in a whole unit finer than the one it is served in
+# (name -> (help, label names, factor to the served unit)). Not in ``DB_COUNTERS``: Lookout's
+# decision-metrics history does not sample them; the retry-cost page reads its own rollups.
+SCALED_DB_COUNTERS: dict[str, tuple[str, tuple[str, ...], float]] = {
+    name: (help_text, RETRY_COST_LABELS, factor)
+    for name, (help_text, factor) in RETRY_COST_COUNTERS.items()
 }
 
 # Armada's job counters of the scheduling cycle: name -> help (labels: JOB_LABELS).
@@ -109,6 +119,11 @@ def _job_counter_family(name: str) -> Metric:
 
 def _counter_family(name: str) -> CounterMetricFamily:
     help_text, labels = DB_COUNTERS[name]
+    return CounterMetricFamily(name.removesuffix("_total"), help_text, labels=list(labels))
+
+
+def _scaled_counter_family(name: str) -> CounterMetricFamily:
+    help_text, labels, _ = SCALED_DB_COUNTERS[name]
     return CounterMetricFamily(name.removesuffix("_total"), help_text, labels=list(labels))
 
 
@@ -161,6 +176,8 @@ class DatabaseCollector(Collector):
         yield _queue_jobs_family()
         for name in DB_COUNTERS:
             yield _counter_family(name)
+        for name in SCALED_DB_COUNTERS:
+            yield _scaled_counter_family(name)
         yield _queue_size_family()
         yield _cycle_times_family()
         for name in ARMADA_JOB_COUNTERS:
@@ -189,6 +206,12 @@ class DatabaseCollector(Collector):
             _, labels = DB_COUNTERS[name]
             for row in MetricCounter.objects.filter(name=name).order_by("labels_key"):
                 counter.add_metric([str(row.labels.get(label, "")) for label in labels], row.value)
+            yield counter
+        for name, (_, labels, factor) in SCALED_DB_COUNTERS.items():
+            counter = _scaled_counter_family(name)
+            for row in MetricCounter.objects.filter(name=name).order_by("labels_key"):
+                values = [str(row.labels.get(label, "")) for label in labels]
+                counter.add_metric(values, row.value * factor)
             yield counter
 
         size = _queue_size_family()

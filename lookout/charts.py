@@ -260,7 +260,8 @@ def line_chart(
     style_of = {label: rank[label] if label in rank else next(styles) for label in labels}
     chart = LineChart(title=title, chart_id=chart_id, y_title=f"{quantity} per {step_text(step)}")
     for index, label in enumerate(labels):
-        total, style = sum(values[label]), style_of[label]
+        # Rounded: values of resource-hours are floats, whose sums gather noise digits.
+        total, style = round(sum(values[label]), 6), style_of[label]
         line = Line(
             label=label,
             color=PALETTE[style % len(PALETTE)],

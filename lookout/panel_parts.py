@@ -24,6 +24,7 @@ from armada.core.states import JobState, RunState
 from armada.models import Job, Run, RunLog
 from armada.services.authz import can_on_queue
 from armada.services.records import pending_reason
+from armada.services.retry_cost_reads import job_retry_cost
 from lookout.panel_queries import LogVersion, job_runs, job_timeline, run_log, time_texts
 from lookout.queries import EVENTS_SHOWN, decision_trail, job_event_count
 
@@ -262,6 +263,8 @@ def job_context(
     context: dict[str, Any] = {"job": job, "now": now, "runs": runs}
     if "details" in parts:
         context.update(details_part(actor=actor, job=job, runs=runs))
+        # What its retried attempts cost, from the runs already read (services.retry_cost).
+        context["retry_cost"] = job_retry_cost(job=job, now=now, runs=runs).sentence()
     if "runs" in parts:
         context.update(runs_part(runs))
     if "yaml" in parts:

@@ -11,6 +11,7 @@ from armada.models.metric_sample import MetricSample
 from armada.models.policy import RetryPolicy
 from armada.models.policy_version import RetryPolicyVersion
 from armada.models.queue import Queue
+from armada.models.retry_cost import RetryCostBucket, RetryYieldBucket
 from armada.models.scheduling import SchedulingReason, SchedulingRound
 
 __all__ = [
@@ -23,8 +24,10 @@ __all__ = [
     "MetricSample",
     "Node",
     "Queue",
+    "RetryCostBucket",
     "RetryPolicy",
     "RetryPolicyVersion",
+    "RetryYieldBucket",
     "Run",
     "RunLog",
     "SchedulingReason",

@@ -13,14 +13,15 @@ changes:
 4. the job is requeued (same job id; its next run comes from a later cycle) or fails for
    good with the decision's reason; the run keeps the decision trail; the ``failed`` event
    says ``retryable``; ``armada_scheduler_retry_policy_decisions_total`` and
-   ``armada_scheduler_retry_policy_gang_skipped_total`` are counted.
+   ``armada_scheduler_retry_policy_gang_skipped_total`` are counted, and so is what the
+   failed run cost (``services.retry_cost``, from ``Changes.write``).
 A run is decided exactly once: ``decided_at`` is set in the same transaction.
 """
 
 from __future__ import annotations
 
 import logging
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
@@ -154,6 +155,11 @@ def failures_decide(*, now: datetime) -> int:
                     }
                 )
             trail = _trail(decision, mutation, label, reason)
+            # A rule's backoff (our extension): the retried job is not leased before then.
+            delay = decision.retry_delay_seconds if retry else None
+            not_before = now + timedelta(seconds=delay) if delay is not None else None
+            trail["retryDelaySeconds"] = delay
+            trail["retryNotBefore"] = not_before.isoformat() if not_before else None
             _record(
                 run,
                 job,
@@ -162,6 +168,7 @@ def failures_decide(*, now: datetime) -> int:
                 engine_decided=bool(label),
                 now=now,
                 changes=changes,
+                not_before=not_before,
             )
         changes.counts(DECISIONS_COUNTER, decisions)
         changes.counts(GANG_SKIPPED_COUNTER, gang_skips)
@@ -178,15 +185,18 @@ def _record(
     engine_decided: bool,
     now: datetime,
     changes: Changes,
+    not_before: datetime | None = None,
 ) -> None:
     """The job's next state, the run's trail and the ``failed`` event. A job failed by the
-    engine ends with the decision's reason; otherwise with the run's own reason."""
+    engine ends with the decision's reason; otherwise with the run's own reason. A retried
+    job is not leased before ``not_before`` (None: at once; ``Job.retry_not_before``)."""
     reason = trail["reason"]
     run.retryable = retry
     run.decision = trail
     run.decided_at = now
     job.failure_count = (job.failure_count or 0) + 1
     job.last_transition_at = now
+    job.retry_not_before = not_before if retry else None
     if retry:
         job.state = JobState.QUEUED
         job.retry_count = (job.retry_count or 0) + 1

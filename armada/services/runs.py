@@ -18,7 +18,7 @@ from django.db import transaction
 from armada.core.reports import RunReport
 from armada.core.states import JOB_STATE_FOR_RUN, EventType, JobState, RunState, run_can_move
 from armada.models import Event, Job, Run, RunLog
-from armada.services import latest_run
+from armada.services import latest_run, retry_cost
 from armada.services.bulk import bulk_update_fields
 from armada.services.counters import counters_add, tally
 from armada.services.events import NewEvent, events_append
@@ -62,6 +62,7 @@ JOB_FIELDS = [
     "pod_spec",
     "requests",
     "mutations",
+    "retry_not_before",
     *latest_run.FIELDS,
 ]
 
@@ -74,6 +75,9 @@ class Changes:
     jobs: dict[str, Job] = field(default_factory=dict)
     events: list[NewEvent] = field(default_factory=list)
     counters: dict[str, list[dict[str, str]]] = field(default_factory=dict)
+    # Each run and its job as first touched, so that ``write`` can tell what ended, was
+    # decided or succeeded in this transaction (``services.retry_cost``).
+    seen: dict[str, retry_cost.Seen] = field(default_factory=dict)
 
     def counts(self, name: str, labels: list[dict[str, str]]) -> None:
         """Count one occurrence per label set in counter ``name``."""
@@ -123,6 +127,7 @@ class Changes:
         )
 
     def touch(self, run: Run, job: Job) -> None:
+        self.seen.setdefault(run.id, retry_cost.seen(run, job))
         self.runs[run.id] = run
         self.jobs[job.id] = job
 
@@ -142,6 +147,7 @@ class Changes:
         for name, labels in sorted(self.counters.items()):
             if labels:
                 counters_add(name=name, increments=tally(*labels))
+        retry_cost.record(self)  # what failed runs and retried attempts cost, and the yield
 
 
 def runs_apply_reports(*, executor_id: str, reports: Sequence[RunReport], now: datetime) -> int:

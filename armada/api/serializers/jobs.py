@@ -122,6 +122,22 @@ class RunSerializer(serializers.ModelSerializer):
         return trail_data(run.decision)
 
 
+class RetryCostAmountsSerializer(serializers.Serializer):
+    coreHours = serializers.FloatField()
+    memoryGibHours = serializers.FloatField()
+    gpuHours = serializers.FloatField()
+
+
+class JobRetryCostSerializer(serializers.Serializer):
+    """What a job's retried attempts (its runs after its first retried failure) cost: their
+    requests held from lease to end, a running one up to now (docs/retry-cost.md)."""
+
+    retries = serializers.IntegerField(help_text="failures that were retried")
+    retriedAttempts = serializers.IntegerField(help_text="runs that exist because of a retry")
+    cost = RetryCostAmountsSerializer()
+    lastAttempt = serializers.CharField(help_text="the latest retried attempt's run state")
+
+
 class JobSerializer(serializers.ModelSerializer):
     jobSetId = serializers.CharField(source="job_set")
     clientId = serializers.CharField(
@@ -144,6 +160,9 @@ class JobSerializer(serializers.ModelSerializer):
     runs = RunSerializer(many=True)
     schedulingReason = serializers.SerializerMethodField(
         help_text="why the job was not leased in the last round that considered it (queued jobs)"
+    )
+    retryCost = serializers.SerializerMethodField(
+        help_text="what the job's retried attempts cost (null for a job never retried)"
     )
 
     class Meta:
@@ -169,9 +188,20 @@ class JobSerializer(serializers.ModelSerializer):
             "failureCategory",
             "failureSubcategory",
             "schedulingReason",
+            "retryCost",
             "runs",
         ]
         read_only_fields = fields
+
+    @extend_schema_field(JobRetryCostSerializer(allow_null=True))
+    def get_retryCost(self, job: Job) -> dict[str, Any] | None:  # noqa: N802 (API field name)
+        from django.utils import timezone
+
+        from armada.services.retry_cost_reads import job_retry_cost
+
+        if not job.retry_count:
+            return None
+        return job_retry_cost(job=job, now=timezone.now(), runs=list(job.runs.all())).as_dict()
 
     def get_schedulingReason(self, job: Job) -> dict[str, Any] | None:  # noqa: N802 (API field name)
         from armada.services.records import pending_reason
