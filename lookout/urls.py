@@ -1,6 +1,15 @@
 from django.urls import include, path
 
-from lookout import account_views, metrics_views, policy_views, queue_views, token_views, views
+from lookout import (
+    account_views,
+    backtest_views,
+    cost_views,
+    metrics_views,
+    policy_views,
+    queue_views,
+    token_views,
+    views,
+)
 
 app_name = "lookout"
 urlpatterns = [
@@ -17,9 +26,11 @@ urlpatterns = [
     path("queues/<str:name>/", queue_views.queue_detail, name="queue"),
     path("queues/<str:name>/cordon", queue_views.queue_cordon, name="queue-cordon"),
     path("metrics/decisions", metrics_views.decision_metrics, name="decision-metrics"),
+    path("metrics/cost", cost_views.retry_cost, name="retry-cost"),
     path("policies/", policy_views.policy_list, name="policies"),
     path("policies/new", policy_views.policy_new, name="policy-new"),
     path("policies/validate", policy_views.policy_validate, name="policy-validate"),
+    path("policies/backtest", backtest_views.policy_backtest, name="policy-backtest"),
     path("policies/<str:name>/", policy_views.policy_detail, name="policy"),
     path("policies/<str:name>/edit", policy_views.policy_edit, name="policy-edit"),
     path("policies/<str:name>/attach", policy_views.policy_attach, name="policy-attach"),

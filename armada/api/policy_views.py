@@ -13,6 +13,7 @@ from armada.api.serializers import (
     RetryPolicySavedSerializer,
     RetryPolicySerializer,
 )
+from armada.api.serializers.backtest import BacktestRequestSerializer, BacktestSerializer
 from armada.api.views import (
     CONFLICT,
     DRY_RUN,
@@ -23,6 +24,7 @@ from armada.api.views import (
 )
 from armada.services import dryrun
 from armada.services import policies as policy_services
+from armada.services.backtest import backtest, backtest_range
 
 
 class RetryPolicyListView(ApiView):
@@ -85,3 +87,32 @@ class RetryPolicyDetailView(ApiView):
     def delete(self, request: Request, name: str) -> Response:
         policy_services.policy_delete(actor=request.user, name=name)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class RetryPolicyBacktestView(ApiView):
+    @extend_schema(
+        request=BacktestRequestSerializer,
+        responses={200: BacktestSerializer, **ERRORS},
+        summary="Backtest a retry policy: replay the recorded failures under a draft (or a "
+        "stored policy at a version) and compare with what was decided; writes nothing",
+    )
+    def post(self, request: Request) -> Response:
+        body = BacktestRequestSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        now = timezone.now()
+        since, until = backtest_range(since=data["since"], until=data.get("until"), now=now)
+        return Response(
+            backtest(
+                actor=request.user,
+                draft=data.get("draft"),
+                policy=data.get("policy", ""),
+                version=data.get("version"),
+                since=since,
+                until=until,
+                queues=data.get("queues", []),
+                job_sets=data.get("jobSets", []),
+                now=now,
+                sample_size=data["sampleSize"],
+            )
+        )

@@ -70,6 +70,11 @@ urlpatterns = [
     ),
     path("retry-policies", policy_views.RetryPolicyListView.as_view(), name="retry-policy-list"),
     path(
+        "retry-policies/backtest",
+        policy_views.RetryPolicyBacktestView.as_view(),
+        name="retry-policy-backtest",
+    ),
+    path(
         "retry-policies/<str:name>",
         policy_views.RetryPolicyDetailView.as_view(),
         name="retry-policy-detail",

@@ -1,4 +1,5 @@
-"""armadactl's calls for scheduling reports (``get queue-report``, ``get scheduling-report``)."""
+"""armadactl's calls for reports: scheduling (``get queue-report``, ``get scheduling-report``)
+and the backtest of a retry policy (``backtest retry-policy``)."""
 
 from __future__ import annotations
 
@@ -27,3 +28,9 @@ class ReportCalls(HttpClient):
         """``GET /api/v1/reports/scheduling``: latest rounds, queue shares, why jobs wait."""
         response = self._request("GET", "reports/scheduling", params=_params(pool, verbosity))
         return self._object(response, "scheduling report")
+
+    def backtest_retry_policy(self, body: dict[str, Any]) -> dict[str, Any]:
+        """``POST /api/v1/retry-policies/backtest``: replay recorded failures under a draft.
+        Reading many failures can take a while: the read timeout is generous."""
+        response = self._request("POST", "retry-policies/backtest", body=body, timeout=300.0)
+        return self._object(response, "backtest")

@@ -15,6 +15,7 @@ from armada.cli.parser_admin import (
     add_node_commands,
     add_session_commands,
 )
+from armada.cli.parser_backtest import add_backtest_commands
 from armada.cli.parser_common import (
     ArgumentParser,
     CommandTree,
@@ -71,6 +72,7 @@ examples:
   armadactl create -f resources.yaml --dry-run   # queues and policies, --- between them
   armadactl get retry-policy ml-training-retries > policy.yaml   # edit, then:
   armadactl update retry-policy -f policy.yaml
+  armadactl backtest retry-policy -f draft.yaml --since 7d   # what the draft would change
   armadactl submit jobs.yaml --dry-run
   armadactl watch analytics nightly --exit-if-inactive
   armadactl get job 01jabc...          # the job and its runs (state, exit code, category)
@@ -113,6 +115,7 @@ def build_parser() -> ArgumentParser:
     tree.group("preempt", "Preempt running jobs.", dest="kind", metavar="KIND")
     tree.group("cancel", "Cancel jobs.", dest="kind", metavar="KIND")
     tree.group("reprioritize", "Change the priority of waiting jobs.", dest="kind", metavar="KIND")
+    tree.group("backtest", "Try a retry policy on the failures already recorded.")
     tree.group(
         "config",
         "Work with the contexts of the config file (Armada's format).",
@@ -127,4 +130,5 @@ def build_parser() -> ArgumentParser:
     add_report_commands(tree)
     add_session_commands(tree)
     add_config_commands(tree)
+    add_backtest_commands(tree)
     return parser

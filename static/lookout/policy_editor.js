@@ -2,6 +2,8 @@
 // server to check the document without saving it, and error entries that move the cursor
 // to the line they are about (and name the rule, numbered from 1, that a field is in). The
 // page works without this file: Save validates on the server and shows the same errors.
+// It also shows the "What would this change?" panel, whose form htmx posts with the text
+// being edited (the panel needs JavaScript, so it stays hidden without it).
 (function () {
   "use strict";
 
@@ -44,8 +46,8 @@
     gutter.scrollTop = textarea.scrollTop;
   }
 
-  function addLineButtons() {
-    summary.querySelectorAll("li[data-line]").forEach(function (item) {
+  function addLineButtons(container) {
+    container.querySelectorAll("li[data-line]").forEach(function (item) {
       const line = Number(item.dataset.line);
       const button = document.createElement("button");
       button.type = "button";
@@ -103,7 +105,7 @@
     });
     summary.append(heading, list);
     textarea.setAttribute("aria-invalid", "true");
-    addLineButtons();
+    addLineButtons(summary);
     drawGutter();
   }
 
@@ -133,10 +135,60 @@
       });
   }
 
+  // The "What would this change?" panel: htmx posts its form with the textarea (hx-include);
+  // here the panel is shown, the From/To fields follow the period chooser, the results
+  // region says when it is busy, and the draft's problems in an answer get their "Go to
+  // line" buttons and marks in the gutter, as the Validate button's do.
+  function setUpBacktest() {
+    const panel = document.getElementById("backtest");
+    if (!panel) {
+      return;
+    }
+    const period = document.getElementById("backtest-period");
+    const between = document.getElementById("backtest-between");
+    const results = document.getElementById("backtest-results");
+    const backtestForm = document.getElementById("backtest-form");
+    const runButton = document.getElementById("backtest-run");
+    function showBetween() {
+      between.hidden = period.value !== "between";
+    }
+    period.addEventListener("change", showBetween);
+    showBetween();
+    backtestForm.addEventListener("htmx:beforeRequest", function () {
+      results.setAttribute("aria-busy", "true");
+    });
+    backtestForm.addEventListener("htmx:afterRequest", function () {
+      results.removeAttribute("aria-busy");
+    });
+    results.addEventListener("htmx:afterSwap", function () {
+      errorLines = new Set();
+      [summary, results].forEach(function (box) {
+        box.querySelectorAll("li[data-line]").forEach(function (item) {
+          errorLines.add(Number(item.dataset.line));
+        });
+      });
+      addLineButtons(results);
+      drawGutter();
+    });
+    // The run button is disabled while the request is out, which takes the focus from it;
+    // once the answer is in, the focus goes to its problems, or back to the button (the
+    // results region is read out as it changes).
+    results.addEventListener("htmx:afterSettle", function () {
+      const problems = results.querySelector(".errors");
+      if (problems) {
+        problems.focus();
+      } else if (document.activeElement === document.body || !document.activeElement) {
+        runButton.focus();
+      }
+    });
+    panel.hidden = false;
+  }
+
   summary.querySelectorAll("li[data-line]").forEach(function (item) {
     errorLines.add(Number(item.dataset.line));
   });
-  addLineButtons();
+  addLineButtons(summary);
+  setUpBacktest();
   textarea.addEventListener("input", drawGutter);
   textarea.addEventListener("scroll", function () {
     gutter.scrollTop = textarea.scrollTop;

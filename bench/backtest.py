@@ -1,0 +1,417 @@
+"""Benchmark of the retry-policy backtest over a million recorded failures (not a test).
+
+1. Creates a throw-away PostgreSQL database (``test_<name>`` of DATABASE_URL, through
+   ``setup_databases``; ``--keep`` keeps it between runs so that the seeding is done once)
+   and seeds ``--failures`` decided failures with ``COPY``: 20 queues, jobs of one to four
+   genuine failures each (failed runs and some expired leases, with categories, exit codes
+   and the decision trails policy ``bench`` gave them: retries, then a terminal label), a
+   succeeded last run for most retried jobs, spread over the 30 days before ``NOW``.
+2. In a fresh process (so that its peak RSS is the backtest's alone), runs
+   ``services.backtest.backtest`` with a stricter draft over the 30 days, as a superuser:
+   wall time, rows per second, peak RSS (and the RSS before it started).
+3. Measures the engine alone: ``core.retry.decide`` called directly (no cache) and the
+   replay of in-memory recorded failures (``core.backtest.Replayer``, which caches the
+   engine's verdict per distinct failure), in decisions per second.
+
+Usage:
+  ARMADA_DEV=1 DATABASE_URL=postgres://postgres@127.0.0.1:5432/armada_hb_bench \\
+    REDIS_URL=redis://127.0.0.1:6379/7 \\
+    .venv/bin/python bench/backtest.py [--failures 1000000] [--keep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "armada.settings")
+os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/armada_hb_bench")
+
+NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
+SPAN = timedelta(days=30)
+QUEUES = 20
+BATCH = 50_000
+GI = 2**30 * 1000
+RECORDED = {
+    "name": "bench",
+    "retryLimit": 3,
+    "defaultAction": "Fail",
+    "rules": [
+        {"action": "Fail", "onCategory": "user-error"},
+        {
+            "action": "Retry",
+            "onCategory": "oom",
+            "mutate": {"resources": {"memory": {"factor": 1.5}}},
+        },
+        {"action": "Retry", "onCategory": "gpu"},
+        {"action": "Retry", "onCategory": "internal"},
+    ],
+}
+DRAFT = {
+    "apiVersion": "armadaproject.io/v1beta1",
+    "kind": "RetryPolicy",
+    "name": "bench-draft",
+    "retryLimit": 2,
+    "defaultAction": "Retry",
+    "rules": [
+        {"action": "Fail", "onCategory": "user-error", "onSubcategory": "bad-arguments"},
+        {"action": "Retry", "onCategory": "user-error"},
+        {"action": "Fail", "onCategory": "oom"},
+        {"action": "Retry", "onCategory": "gpu", "onSubcategory": "xid-79"},
+        {"action": "Fail", "onCategory": "gpu"},
+        {"action": "Retry", "onCategory": "internal", "onSubcategory": "lease-expired"},
+    ],
+}
+CATEGORIES = {
+    "oom": (["container-oom", "node-oom"], 30),
+    "user-error": (["exit-1", "python-exception", "bad-arguments"], 35),
+    "gpu": (["xid-79", "ecc-error", "nccl-timeout"], 15),
+    "internal": (["lease-expired", "node-failure"], 20),
+}
+RULE_OF = {"user-error": 0, "oom": 1, "gpu": 2, "internal": 3}
+
+
+def _trail(label: str, used: int, rule: int | None) -> dict:
+    return {
+        "decision": label,
+        "retry": label == "retry",
+        "policy": "bench",
+        "policyVersion": 1,
+        "ruleIndex": rule,
+        "retriesUsed": used,
+        "retryLimit": 3,
+        "globalUsed": used,
+        "globalCap": 5,
+        "gangSkipped": False,
+        "mutation": {},
+        "reason": f"bench: {label}",
+    }
+
+
+def seed(n_failures: int, rnd: random.Random) -> tuple[int, int]:
+    """Jobs with 1-4 decided failures each until ``n_failures``; returns (jobs, runs)."""
+    from django.db import transaction
+
+    from armada.models import Job, Queue, Run
+    from armada.services.bulk import insert_rows
+
+    Queue.objects.bulk_create(
+        [
+            Queue(
+                name=f"queue-{i:02d}",
+                retry_policies=["bench"],
+                created_at=NOW - SPAN,
+                updated_at=NOW - SPAN,
+            )
+            for i in range(QUEUES)
+        ]
+    )
+    names = list(CATEGORIES)
+    weights = [CATEGORIES[c][1] for c in names]
+    jobs: list[dict] = []
+    runs: list[dict] = []
+    failures = n_jobs = n_runs = 0
+    started = time.perf_counter()
+
+    def flush() -> None:
+        nonlocal n_jobs, n_runs
+        with transaction.atomic():
+            insert_rows(Job, jobs)
+            insert_rows(Run, runs)
+        n_jobs += len(jobs)
+        n_runs += len(runs)
+        jobs.clear()
+        runs.clear()
+        print(
+            f"  seeded {n_jobs:,} jobs, {n_runs:,} runs ({failures:,} failures, "
+            f"{time.perf_counter() - started:.0f} s)",
+            flush=True,
+        )
+
+    index = 0
+    while failures < n_failures:
+        index += 1
+        job_id = f"j{index:015d}"
+        queue = f"queue-{rnd.randrange(QUEUES):02d}"
+        category = rnd.choices(names, weights=weights)[0]
+        subcategory = rnd.choice(CATEGORIES[category][0])
+        cpu, memory = rnd.choice([(1000, 2 * GI), (2000, 8 * GI), (8000, 32 * GI)])
+        gpu = 1000 if category == "gpu" else 0
+        requests = {"cpu": cpu, "memory": memory} | ({"nvidia.com/gpu": gpu} if gpu else {})
+        count = min(n_failures - failures, rnd.choices([1, 2, 3, 4], [40, 30, 20, 10])[0])
+        moment = NOW - SPAN + timedelta(seconds=rnd.random() * (SPAN.total_seconds() - 86400))
+        retried_to_the_end = rnd.random() < 0.6
+        n_failed = 0
+        for attempt in range(count):
+            last = attempt == count - 1
+            if category == "user-error":
+                label, rule = "fail_rule", 0
+            elif last and not retried_to_the_end:
+                label, rule = (
+                    ("fail_policy_limit" if attempt >= 3 else "fail_rule"),
+                    RULE_OF[category],
+                )
+            else:
+                label, rule = "retry", RULE_OF[category]
+            seconds = rnd.randrange(60, 4 * 3600)
+            expired = category == "internal" and subcategory == "lease-expired"
+            runs.append(
+                {
+                    "id": f"{index:016d}{attempt:02d}",
+                    "job_id": job_id,
+                    "executor": "cluster-0",
+                    "node": f"node-{rnd.randrange(100)}",
+                    "pool": "default",
+                    "state": "lease_expired" if expired else "failed",
+                    "requests": requests,
+                    "leased_at": moment,
+                    "finished_at": moment + timedelta(seconds=seconds),
+                    "exit_code": None if expired else rnd.choice([1, 2, 137, 139]),
+                    "reason": "OOMKilled" if category == "oom" else "Error",
+                    "failure_category": category,
+                    "failure_subcategory": subcategory,
+                    "retryable": label == "retry",
+                    "decision": _trail(label, attempt, rule),
+                    "decided_at": moment + timedelta(seconds=seconds),
+                }
+            )
+            moment += timedelta(seconds=seconds + 30)
+            failures += 1
+            n_failed += 1
+            if label != "retry":
+                break
+        ended_with_retry = runs[-1]["decision"]["decision"] == "retry"
+        if ended_with_retry:
+            runs.append(
+                {
+                    "id": f"{index:016d}99",
+                    "job_id": job_id,
+                    "executor": "cluster-0",
+                    "node": "node-0",
+                    "pool": "default",
+                    "state": "succeeded",
+                    "requests": requests,
+                    "leased_at": moment,
+                    "finished_at": moment + timedelta(seconds=rnd.randrange(60, 7200)),
+                    "exit_code": 0,
+                    "reason": "",
+                    "failure_category": "",
+                    "failure_subcategory": "",
+                    "retryable": None,
+                    "decision": {},
+                    "decided_at": None,
+                }
+            )
+        jobs.append(
+            {
+                "id": job_id,
+                "queue_id": queue,
+                "job_set": f"set-{index % 500}",
+                "owner": "bench",
+                "priority_class": "armada-default",
+                "pod_spec": {"containers": [{"name": "main", "image": "bench"}]},
+                "requests": requests,
+                "state": "succeeded" if ended_with_retry else "failed",
+                "submitted_at": NOW - SPAN,
+                "last_transition_at": moment,
+                "failure_count": n_failed,
+                "retry_count": n_failed - (0 if ended_with_retry else 1),
+                "failure_category": "" if ended_with_retry else category,
+                "failure_subcategory": "" if ended_with_retry else subcategory,
+            }
+        )
+        if len(runs) >= BATCH:
+            flush()
+    flush()
+    with transaction.atomic():
+        from django.db import connection
+
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE")
+    return n_jobs, n_runs
+
+
+def child(db_name: str) -> None:
+    """Runs in a fresh process: the backtest once, printed as JSON."""
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.contrib.auth import get_user_model
+    from django.db import connections
+
+    settings.DATABASES["default"]["NAME"] = db_name
+    connections["default"].settings_dict["NAME"] = db_name
+    from armada.services.backtest import backtest
+
+    admin = get_user_model().objects.get(username="bench")
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    started = time.perf_counter()
+    result = backtest(actor=admin, draft=DRAFT, since=NOW - SPAN, until=NOW, now=NOW)
+    wall = time.perf_counter() - started
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    # The parts, one after the other: the failures' query streamed (no replay), the yield.
+    from armada.services.backtest_rows import recorded_failures
+    from armada.services.retry_yield import retry_yield
+
+    started = time.perf_counter()
+    first = None
+    for _ in recorded_failures(since=NOW - SPAN, until=NOW, queues=None, now=NOW):
+        if first is None:
+            first = time.perf_counter() - started
+    rows_s = time.perf_counter() - started
+    started = time.perf_counter()
+    retry_yield(since=NOW - SPAN, until=NOW, queues=None)
+    yield_s = time.perf_counter() - started
+    print(
+        json.dumps(
+            {
+                "wall_s": wall,
+                "first_row_s": first,
+                "rows_s": rows_s,
+                "yield_s": yield_s,
+                "rss_before_mib": before / 1024,
+                "rss_peak_mib": peak / 1024,
+                "overall": result["overall"],
+                "flips": len(result["flips"]),
+                "queues": len(result["queues"]),
+            }
+        )
+    )
+
+
+def engine_rates(n: int) -> dict[str, float]:
+    """Decisions per second of ``decide`` alone and of the replay of in-memory failures."""
+    from armada.core.backtest import RecordedFailure, Replayer
+    from armada.core.backtest_report import Report
+    from armada.core.policy import parse_policy
+    from armada.core.retry import Failure, RetrySettings, decide
+
+    rnd = random.Random(7)
+    policy = parse_policy(DRAFT)
+    settings = RetrySettings(enabled=True, global_max_retries=5)
+    names = list(CATEGORIES)
+    failures = [
+        Failure(category=c, subcategory=rnd.choice(CATEGORIES[c][0]), retries_used=rnd.randrange(4))
+        for c in rnd.choices(names, k=n)
+    ]
+    policies = {policy.name: policy}
+    started = time.perf_counter()
+    for failure in failures:
+        decide(
+            failure=failure,
+            queue_policy_names=("bench-draft",),
+            policies=policies,
+            settings=settings,
+        )
+    direct = n / (time.perf_counter() - started)
+    recorded = [
+        RecordedFailure(
+            f"r{i}",
+            f"j{i // 2}",
+            f"queue-{i % QUEUES:02d}",
+            f.category,
+            f.subcategory,
+            False,
+            f.retries_used,
+            rnd.choice(["retry", "fail_rule"]),
+            1,
+            cpu=2000.0,
+            memory=8.0 * GI,
+            seconds=600.0,
+            later_runs=1,
+            later_cpu=2000.0 * 600,
+            later_memory=8.0 * GI * 600,
+        )
+        for i, f in enumerate(failures)
+    ]
+    replayer = Replayer(policy=policy, settings=settings)
+    report = Report()
+    started = time.perf_counter()
+    for failure in recorded:
+        report.add(replayer.replay(failure))
+    replayed = n / (time.perf_counter() - started)
+    return {"decide_per_s": direct, "replay_per_s": replayed}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--failures", type=int, default=1_000_000)
+    parser.add_argument("--keep", action="store_true", help="keep the seeded database")
+    parser.add_argument("--engine", type=int, default=300_000, help="decisions for step 3")
+    parser.add_argument("--child", metavar="DB", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args.child)
+        return
+
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+    from django.test.utils import setup_databases, teardown_databases
+
+    if connection.vendor != "postgresql":
+        raise SystemExit("this benchmark needs PostgreSQL (DATABASE_URL)")
+    old = setup_databases(verbosity=0, interactive=False, keepdb=args.keep, serialized_aliases=())
+    try:
+        db_name = settings.DATABASES["default"]["NAME"]
+        from armada.models import Run
+
+        if Run.objects.exists():
+            print(f"database {db_name}: kept from an earlier run", flush=True)
+        else:
+            print(f"database {db_name}: seeding {args.failures:,} failures", flush=True)
+            seed(args.failures, random.Random(42))
+        users = get_user_model()
+        if not users.objects.filter(username="bench").exists():
+            users.objects.create_superuser("bench", "bench@example.com", "bench-password")
+        failures = Run.objects.filter(state__in=["failed", "lease_expired"]).count()
+        print(f"{failures:,} recorded failures", flush=True)
+        connection.close()
+        output = subprocess.run(
+            [sys.executable, __file__, "--child", db_name],
+            check=True,
+            capture_output=True,
+            text=True,
+            env=os.environ,
+        ).stdout
+        result = json.loads(output.strip().splitlines()[-1])
+        print(
+            f"backtest: {result['wall_s']:.2f} s wall, "
+            f"{failures / result['wall_s']:,.0f} failures/s, peak RSS "
+            f"{result['rss_peak_mib']:.0f} MiB (before it started: "
+            f"{result['rss_before_mib']:.0f} MiB)",
+            flush=True,
+        )
+        print(
+            f"  parts, one at a time: the failures streamed {result['rows_s']:.2f} s (first "
+            f"row after {result['first_row_s']:.2f} s), the retry yield {result['yield_s']:.2f} s",
+            flush=True,
+        )
+        print(f"  overall: {json.dumps(result['overall'])}", flush=True)
+        print(f"  {result['queues']} queues, {result['flips']} kinds of flip", flush=True)
+        rates = engine_rates(args.engine)
+        print(
+            f"engine: decide {rates['decide_per_s']:,.0f} decisions/s (uncached); replay "
+            f"{rates['replay_per_s']:,.0f} failures/s (verdicts cached per distinct failure)",
+            flush=True,
+        )
+    finally:
+        teardown_databases(old, verbosity=0, keepdb=args.keep)
+
+
+if __name__ == "__main__":
+    main()
