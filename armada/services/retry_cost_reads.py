@@ -15,7 +15,7 @@ from armada.core.states import RunState
 from armada.models import Job, RetryCostBucket, RetryYieldBucket, Run
 from armada.services.retry_cost import Amounts, bucket_start, cost_of
 from armada.services.retry_cost_metrics import KINDS
-from armada.services.retry_yield import sorted_after, yield_order
+from armada.services.retry_yield import yield_rows
 
 GROUPINGS = ("queue", "policy", "category", "decision")
 _AMOUNTS = ("runs", "cpu_milli_seconds", "memory_kib_seconds", "gpu_milli_seconds")
@@ -145,28 +145,10 @@ def yield_report(*, window: Window, queues: Sequence[str] | None) -> list[dict[s
         .annotate(retried=Sum("retried_jobs"), succeeded=Sum("succeeded_jobs"))
         .order_by()
     )
-    rows: dict[tuple[str, int | None], dict[str, Any]] = {}
-    for group in grouped:
-        key = (group["category"], group["rule"] or None)
-        row = rows.setdefault(
-            key,
-            {
-                "category": key[0],
-                "rule": key[1],
-                "retriedJobs": 0,
-                "succeededJobs": 0,
-                "succeededAfter": {},
-            },
-        )
-        row["retriedJobs"] += group["retried"] or 0
-        if group["succeeded"]:
-            row["succeededJobs"] += group["succeeded"]
-            after = row["succeededAfter"]
-            after[str(group["retries"])] = after.get(str(group["retries"]), 0) + group["succeeded"]
-    out = [rows[key] for key in sorted(rows, key=yield_order)]
-    for row in out:
-        row["succeededAfter"] = sorted_after(row["succeededAfter"])
-    return out
+    return yield_rows(
+        (g["category"], g["rule"] or None, g["retries"], g["retried"], g["succeeded"])
+        for g in grouped
+    )
 
 
 @dataclass(frozen=True)

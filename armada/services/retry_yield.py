@@ -23,7 +23,7 @@ retried failure of the same category and rule in the same job (a probe of the jo
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -89,25 +89,40 @@ def retry_yield(
         )
         .order_by()
     )
+    return yield_rows(
+        (
+            g["failure_category"],
+            _rule_number(g["rule_key"]),
+            g["retries"],
+            g["retried"],
+            g["succeeded"],
+        )
+        for g in grouped
+    )
+
+
+def yield_rows(groups: Iterable[tuple[str, int | None, int, int, int]]) -> list[dict[str, Any]]:
+    """The yield's rows from groups of ``(category, rule, retries in all, jobs retried, jobs
+    succeeded)``: one row per (category, rule), its counts summed and ``succeededAfter``
+    keyed by the retries in all (as text, in numeric order), rows by category then rule
+    (the defaultAction's last)."""
     rows: dict[tuple[str, int | None], dict[str, Any]] = {}
-    for group in grouped:
-        key = (group["failure_category"], _rule_number(group["rule_key"]))
+    for category, rule, retries, retried, succeeded in groups:
         row = rows.setdefault(
-            key,
+            (category, rule),
             {
-                "category": key[0],
-                "rule": key[1],
+                "category": category,
+                "rule": rule,
                 "retriedJobs": 0,
                 "succeededJobs": 0,
                 "succeededAfter": {},
             },
         )
-        row["retriedJobs"] += group["retried"]
-        if group["succeeded"]:
-            row["succeededJobs"] += group["succeeded"]
-            after = str(group["retries"])
-            after_counts = row["succeededAfter"]
-            after_counts[after] = after_counts.get(after, 0) + group["succeeded"]
+        row["retriedJobs"] += retried or 0
+        if succeeded:
+            row["succeededJobs"] += succeeded
+            after = row["succeededAfter"]
+            after[str(retries)] = after.get(str(retries), 0) + succeeded
     out = [rows[key] for key in sorted(rows, key=yield_order)]
     for row in out:
         row["succeededAfter"] = sorted_after(row["succeededAfter"])

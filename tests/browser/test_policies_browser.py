@@ -14,25 +14,7 @@ from armada.core.config import parse_config
 from armada.models import Queue, RetryPolicy, RetryPolicyVersion
 from armada.services.policies import policy_create
 from tests.conftest import T0
-
-POLICY = """apiVersion: armadaproject.io/v1beta1
-kind: RetryPolicy
-name: ml
-retryLimit: 3
-defaultAction: Fail
-rules:
-- action: Fail
-  onCategory: user-error
-- action: Retry
-  onCategory: gpu
-  onSubcategory: transient
-- action: Retry
-  onCategory: oom
-  mutate:
-    resources:
-      memory:
-        factor: 1.5
-"""
+from tests.policy_texts import POLICY
 
 
 @pytest.fixture

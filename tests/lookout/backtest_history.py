@@ -23,25 +23,8 @@ from armada.models import Job, Queue, Run
 from armada.services.policies import policy_create
 from armada.services.queues import queue_create
 from tests.lookout.builders import make_job, make_run
+from tests.policy_texts import POLICY
 
-POLICY = """apiVersion: armadaproject.io/v1beta1
-kind: RetryPolicy
-name: ml
-retryLimit: 3
-defaultAction: Fail
-rules:
-- action: Fail
-  onCategory: user-error
-- action: Retry
-  onCategory: gpu
-  onSubcategory: transient
-- action: Retry
-  onCategory: oom
-  mutate:
-    resources:
-      memory:
-        factor: 1.5
-"""
 STRICTER = POLICY.replace(
     """- action: Retry
   onCategory: oom
