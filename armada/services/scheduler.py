@@ -58,6 +58,7 @@ from armada.services.jobdb import JobDb
 from armada.services.leader import leader_acquire, process_holder
 from armada.services.mutations import avoided_node_names
 from armada.services.records import records_write
+from armada.services.retry_cost_metrics import COUNTERS as RETRY_COST_COUNTERS
 from armada.services.snapshot import node_state
 from armada.services.stopping import PREEMPT, runs_request_stops
 
@@ -186,7 +187,7 @@ def scheduler_cycle(*, now: datetime, clock: Callable[[], float] = time.monotoni
         return CycleReport(ran=False)
     started = time.perf_counter()
     counters_reset_if_due(
-        names=[DECISIONS_COUNTER, GANG_SKIPPED_COUNTER],
+        names=[DECISIONS_COUNTER, GANG_SKIPPED_COUNTER, *RETRY_COST_COUNTERS],
         now=now,
         interval_seconds=config.metrics.job_state_metrics_reset_interval,
     )

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from armada.models import MetricCounter, RetryPolicy
+from armada.models import MetricCounter, RetryCostBucket, RetryPolicy
 from armada.services.policies import policy_create, policy_update
 from armada.services.policy_cache import policy_cache
 from armada.services.scheduler import scheduler_cycle
@@ -115,9 +115,15 @@ def test_decision_counters_reset_on_the_configured_interval(settings, with_polic
     names = ["armada_scheduler_retry_policy_decisions_total"]
     assert counters_reset_if_due(names=names, now=at(interval), interval_seconds=interval) is False
     assert decisions() == {("demo", "training", "fail_rule"): 1}
+    assert MetricCounter.objects.filter(name="armada_scheduler_retry_cost_runs_total").exists()
     scheduler_cycle(now=at(interval + 2))  # the cycle resets them
     assert decisions() == {}
     assert (
         counters_reset_if_due(names=names, now=at(interval + 3), interval_seconds=interval) is False
     )
     assert MetricCounter.objects.filter(name="armada_executor_job_failure_category_total").exists()
+    # What retries cost is zeroed with them (the rollups Lookout reads are not).
+    assert not MetricCounter.objects.filter(
+        name__startswith="armada_scheduler_retry_cost_"
+    ).exists()
+    assert RetryCostBucket.objects.filter(decision="fail_rule").exists()
