@@ -327,33 +327,6 @@ def test_a_bad_update_names_the_field_and_changes_nothing(admin_user):
     assert RetryPolicy.objects.get(name="ml").version == 1
 
 
-def test_a_retry_delay_the_message_cannot_carry_is_left_out_of_get_and_never_dropped(admin_user):
-    """``backoff`` (our extension) has no place in Armada's message: Get leaves it out, and an
-    Update that would lose it is refused, changing nothing; our API still updates it."""
-    from armada.services.policies import policy_create, policy_update
-
-    document = {
-        "name": "ml",
-        "retryLimit": 3,
-        "defaultAction": "Fail",
-        "rules": [
-            {"action": "Retry", "onCategory": "oom", "backoff": {"initial": "30s"}},
-        ],
-    }
-    policy_create(actor=admin_user, data=document, now=T0)
-    got = call("GetRetryPolicy", admin_user, submit_pb2.RetryPolicyGetRequest(name="ml"))
-    assert got == P(
-        name="ml", retry_limit=3, default_action=FAIL, rules=[R(action=RETRY, on_category="oom")]
-    )
-    with pytest.raises(FailedPrecondition, match="retry delay") as raised:
-        call("UpdateRetryPolicy", admin_user, got)
-    assert wire_error(raised.value).code.name == "FAILED_PRECONDITION"
-    row = RetryPolicy.objects.get(name="ml")
-    assert (row.version, row.rules[0]["backoff"]) == (1, {"initial": "30s"})
-    policy_update(actor=admin_user, name="ml", data={**document, "retryLimit": 4}, now=at(1))
-    assert RetryPolicy.objects.get(name="ml").version == 2
-
-
 # --- delete -----------------------------------------------------------------------------------
 
 
