@@ -26,13 +26,19 @@ What the replay models, and what it does not:
 - The draft applies to every queue read, as if each queue named it first; the engine is
   taken as enabled, with the scheduler's ``globalMaxRetries``. The static-fit probe that
   follows a mutation is not repeated.
+
+Two ways in, with the same answers: :meth:`Replayer.replay` takes one failure at a time, in
+job and run order, and works out itself whether the job is already over under the draft;
+:meth:`Replayer.replay_group` takes a :class:`RecordedGroup`, failures summed by everything
+the replay reads, for which the database has worked that out (``services.backtest_rows``),
+so that a million failures travel as a few thousand groups.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from armada.core.policy import RetryPolicy
 from armada.core.quantity import CPU, GPU, MEMORY, format_quantity
@@ -88,6 +94,72 @@ class RecordedFailure:
     condition: str = ""
 
 
+class VerdictKey(NamedTuple):
+    """What ``decide`` reads of a recorded failure: failures with the same key get the same
+    verdict, so the replay decides each key once."""
+
+    category: str
+    subcategory: str
+    retries_used: int
+    gang: bool  # a gang of two or more
+    fail_fast: bool
+    lease_expired: bool
+    job_ended: bool
+
+
+def verdict_key(failure: RecordedFailure) -> VerdictKey:
+    return VerdictKey(
+        failure.category,
+        failure.subcategory,
+        failure.retries_used,
+        failure.gang_cardinality >= 2,
+        bool(failure.fail_fast),
+        bool(failure.lease_expired),
+        bool(failure.job_ended),
+    )
+
+
+@dataclass(slots=True)
+class RecordedGroup:
+    """Recorded failures the replay cannot tell apart, counted and summed (read-only by
+    convention); the database makes them (``services.backtest_rows``).
+
+    The group's failures share their queue, their :class:`VerdictKey` (``key``), the label
+    and 0-based rule recorded, and ``reached``: whether, in its job's run order, no earlier
+    failure is one the draft would not retry (how :meth:`Replayer.replay` tells it). When
+    the draft newly retries them, they share ``memory`` (the failed runs' memory request,
+    milli-bytes: the added attempt's size depends on it) and ``memory_kind``; otherwise
+    those are 0 and "". ``seconds``, ``cpu_seconds`` and ``gpu_seconds`` sum the failed
+    runs' durations (none below 0) and their requests times them. ``later_*`` sum, over
+    those failures that are the first of their job the draft would not retry, the job's
+    runs after that failure, as :class:`RecordedFailure` counts them.
+    """
+
+    queue: str
+    key: VerdictKey
+    recorded: str
+    recorded_rule: int | None
+    reached: bool
+    count: int
+    memory: float = 0.0
+    memory_kind: str = ""
+    seconds: float = 0.0
+    cpu_seconds: float = 0.0
+    gpu_seconds: float = 0.0
+    later_runs: int = 0
+    later_cpu: float = 0.0
+    later_memory: float = 0.0
+    later_gpu: float = 0.0
+
+    @property
+    def category(self) -> str:
+        return self.key.category
+
+    @property
+    def subcategory(self) -> str:
+        return self.key.subcategory
+
+
 @dataclass(frozen=True, slots=True)
 class DraftVerdict:
     """What the draft says about a failure: its label, whether it retries, the 0-based
@@ -110,9 +182,10 @@ class Replay:
     no attempts. ``attempts`` are the attempts the flip adds (fail -> retry) or saves
     (retry -> fail); ``cpu``/``memory``/``gpu`` their requests times their seconds, in
     milli-unit-seconds (kept as sums, turned into a :class:`Cost` once, at the end).
+    ``count`` is how many failures it stands for (a group's count; 1 for one failure).
     """
 
-    failure: RecordedFailure
+    failure: RecordedFailure | RecordedGroup
     verdict: DraftVerdict
     flip: str
     reached: bool
@@ -120,6 +193,7 @@ class Replay:
     cpu: float = 0.0
     memory: float = 0.0
     gpu: float = 0.0
+    count: int = 1
 
     @property
     def cost(self) -> Cost:
@@ -197,34 +271,29 @@ class Replayer:
 
     def verdict(self, failure: RecordedFailure) -> DraftVerdict:
         """The draft's verdict on ``failure`` (cached; see the class docstring)."""
-        key = (
-            failure.category,
-            failure.subcategory,
-            failure.retries_used,
-            failure.gang_cardinality >= 2,
-            bool(failure.fail_fast),
-            bool(failure.lease_expired),
-            bool(failure.job_ended),
-        )
+        return self.verdict_of(verdict_key(failure))
+
+    def verdict_of(self, key: VerdictKey) -> DraftVerdict:
+        """The draft's verdict on failures with ``key`` (decided once per key)."""
         cached = self._verdicts.get(key)
         if cached is None:
-            cached = self._verdicts[key] = self._decide(failure)
+            cached = self._verdicts[key] = self._decide(key)
         return cached
 
-    def _decide(self, failure: RecordedFailure) -> DraftVerdict:
-        if failure.job_ended:
+    def _decide(self, key: VerdictKey) -> DraftVerdict:
+        if key.job_ended:
             return DraftVerdict(NOT_RETRIED, False, None, None, "the job had already ended", None)
-        if (failure.category, failure.subcategory) in self.never_retried:
-            reason = f"{failure.category} / {failure.subcategory} failures are never retried"
+        if (key.category, key.subcategory) in self.never_retried:
+            reason = f"{key.category} / {key.subcategory} failures are never retried"
             return DraftVerdict(NOT_RETRIED, False, None, None, reason, None)
         decision = decide(
             failure=Failure(
-                category=failure.category,
-                subcategory=failure.subcategory,
-                retries_used=failure.retries_used,
-                gang_cardinality=failure.gang_cardinality,
-                fail_fast=bool(failure.fail_fast),
-                lease_expired=bool(failure.lease_expired),
+                category=key.category,
+                subcategory=key.subcategory,
+                retries_used=key.retries_used,
+                gang_cardinality=2 if key.gang else 1,
+                fail_fast=key.fail_fast,
+                lease_expired=key.lease_expired,
             ),
             queue_policy_names=self._names,
             policies=self._policies,
@@ -242,15 +311,14 @@ class Replayer:
             retry_delay_seconds=float(delay) if delay is not None else None,
         )
 
-    def _extra_memory(self, failure: RecordedFailure, bump: Any) -> float:
+    def _extra_memory(self, memory: float, kind: str, bump: Any) -> float:
         """The memory request of the added attempt: the failed run's, grown by the bump."""
-        memory = failure.memory
         if bump is None or memory <= 0:
             return memory
-        key = (int(memory), bump, failure.memory_kind)
+        key = (int(memory), bump, kind)
         grown = self._memory.get(key)
         if grown is None:
-            grown = self._memory[key] = bumped_memory(int(memory), bump, failure.memory_kind)
+            grown = self._memory[key] = bumped_memory(int(memory), bump, kind)
         return float(grown)
 
     def replay(self, failure: RecordedFailure) -> Replay:
@@ -275,7 +343,8 @@ class Replayer:
                 True,
                 1,
                 failure.cpu * seconds,
-                self._extra_memory(failure, verdict.memory_bump) * seconds,
+                self._extra_memory(failure.memory, failure.memory_kind, verdict.memory_bump)
+                * seconds,
                 failure.gpu * seconds,
             )
         if not reached:
@@ -289,4 +358,40 @@ class Replayer:
             failure.later_cpu,
             failure.later_memory,
             failure.later_gpu,
+        )
+
+    def replay_group(self, group: RecordedGroup) -> Replay:
+        """Replay a group of failures: what :meth:`replay` answers for each of them, summed.
+        Order does not matter: the group says itself whether its failures are reached."""
+        verdict = self.verdict_of(group.key)
+        count, reached = group.count, group.reached
+        if (group.recorded == LABEL_RETRY) == verdict.retry:
+            return Replay(group, verdict, "", reached, count=count)
+        if verdict.retry:
+            if not reached:
+                return Replay(group, verdict, FAIL_TO_RETRY, False, count=count)
+            memory = self._extra_memory(group.memory, group.memory_kind, verdict.memory_bump)
+            return Replay(
+                group,
+                verdict,
+                FAIL_TO_RETRY,
+                True,
+                count,
+                group.cpu_seconds,
+                memory * group.seconds,
+                group.gpu_seconds,
+                count,
+            )
+        if not reached:
+            return Replay(group, verdict, RETRY_TO_FAIL, False, count=count)
+        return Replay(
+            group,
+            verdict,
+            RETRY_TO_FAIL,
+            True,
+            group.later_runs,
+            group.later_cpu,
+            group.later_memory,
+            group.later_gpu,
+            count,
         )

@@ -66,19 +66,20 @@ class Tally:
         return cost_of_sums(self.saved_cpu, self.saved_memory, self.saved_gpu)
 
     def add(self, replay: Replay) -> None:
-        self.examined += 1
+        count = replay.count
+        self.examined += count
         flip = replay.flip
         if not flip:
-            self.unchanged += 1
+            self.unchanged += count
         elif flip == RETRY_TO_FAIL:
-            self.retry_to_fail += 1
+            self.retry_to_fail += count
             if replay.reached:
                 self.saved_attempts += replay.attempts
                 self.saved_cpu += replay.cpu
                 self.saved_memory += replay.memory
                 self.saved_gpu += replay.gpu
         else:
-            self.fail_to_retry += 1
+            self.fail_to_retry += count
             if replay.reached:
                 self.extra_attempts += replay.attempts
                 self.extra_cpu += replay.cpu
@@ -127,6 +128,13 @@ class Report:
     unchanged_sample: list[Replay] = field(default_factory=list)
 
     def add(self, replay: Replay) -> None:
+        """Count a replay (one failure's, or a group's) and keep it in the sample while
+        there is room; :meth:`count` and :meth:`add_sample` do each part alone."""
+        self.count(replay)
+        self.add_sample(replay)
+
+    def count(self, replay: Replay) -> None:
+        """Add a replay to the sums and the flips (not to the sample)."""
         failure = replay.failure
         self.overall.add(replay)
         tally = self.queues.get(failure.queue)
@@ -143,11 +151,13 @@ class Report:
                 rule_number(failure.recorded_rule),
                 rule_number(replay.verdict.rule_index),
             )
-            self.flips[key] = self.flips.get(key, 0) + 1
-            if len(self.flipped_sample) < self.sample_size:
-                self.flipped_sample.append(replay)
-        elif len(self.unchanged_sample) < self.sample_size:
-            self.unchanged_sample.append(replay)
+            self.flips[key] = self.flips.get(key, 0) + replay.count
+
+    def add_sample(self, replay: Replay) -> None:
+        """Keep one failure's replay in the sample if there is room (flipped ones first)."""
+        chosen = self.flipped_sample if replay.flip else self.unchanged_sample
+        if len(chosen) < self.sample_size:
+            chosen.append(replay)
 
     def add_all(self, replays: Iterable[Replay]) -> Report:
         for replay in replays:

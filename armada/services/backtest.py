@@ -2,10 +2,11 @@
 
 The draft (a policy document, or a stored policy at a version) is validated as a save
 validates it. Every decided genuine failure (a failed run or an expired lease) of the
-queues read, finished in the range, is streamed from the database in job and run order
-(``services.backtest_rows``), with what the job's later runs cost summed by the database;
-the pure core replays each one with ``core.retry.decide`` (``core.backtest``) and sums the
-answers (``core.backtest_report``). The retry yield of the same range
+queues read, finished in the range, is replayed: the pure core decides each distinct
+:class:`~armada.core.backtest.VerdictKey` of the range once with ``core.retry.decide``, the
+database groups the failures by what the replay reads given those verdicts
+(``services.backtest_rows``), the core replays each group (``core.backtest``) and sums the
+answers (``core.backtest_report``); a sample of failures is read one by one. The retry yield of the same range
 (``services.retry_yield``), read meanwhile, turns the newly retried failures into an
 estimate of how many would have succeeded. Nothing is written: not a row, not a counter.
 
@@ -34,7 +35,14 @@ from armada.core.policy import parse_policy
 from armada.core.retry import RetrySettings
 from armada.models import Queue, RetryPolicy, RetryPolicyVersion
 from armada.services.authz import can_on_queue, watchable_queues
-from armada.services.backtest_rows import Beside, describe_runs, recorded_failures
+from armada.services.backtest_rows import (
+    Beside,
+    describe_runs,
+    recorded_groups,
+    sample_failures,
+    snapshot,
+    verdict_keys,
+)
 from armada.services.errors import NotFound, PermissionDenied
 from armada.services.failures import NEVER_RETRIED
 from armada.services.policies import policy_spec, policy_validate
@@ -89,11 +97,16 @@ def backtest(
     )
     report = Report(sample_size=sample_size)
     report.ensure_queues(list(queues))
-    with Beside(_yield, since=since, until=until, queues=read) as yield_rows:
-        for failure in recorded_failures(
-            since=since, until=until, queues=read, job_sets=job_sets, now=now
-        ):
-            report.add(replayer.replay(failure))
+    with Beside(_yield, since=since, until=until, queues=read) as yield_rows, snapshot():
+        keys = verdict_keys(since=since, until=until)
+        verdicts = {key: replayer.verdict_of(key).retry for key in keys}
+        scope = {"since": since, "until": until, "queues": read, "job_sets": job_sets, "now": now}
+        for group in recorded_groups(**scope, verdicts=verdicts):
+            report.count(replayer.replay_group(group))
+        for flipped in (True, False):
+            room = sample_size - len(report.flipped_sample) - len(report.unchanged_sample)
+            for failure in sample_failures(**scope, verdicts=verdicts, flipped=flipped, limit=room):
+                report.add_sample(replayer.replay(failure))
     report.rates, report.default_rate = success_rates(yield_rows.result)
     body = report.document()
     described = describe_runs([row["runId"] for row in body["sample"]])

@@ -1,27 +1,34 @@
-"""The backtest's reads: the recorded failures streamed from the database, the few runs its
-sample describes, and a read run beside another (``Beside``).
+"""The backtest's reads: the recorded failures of a range, grouped by the database, a sample
+of them one by one, the few runs the sample describes, and a read run beside another
+(``Beside``).
 
-The failures come in job and run order, with the sums over each job's later runs computed
-by the database (window functions), so that the replay (``core.backtest``) needs nothing
-else per row and memory stays flat however many rows there are. On PostgreSQL they stream
-through a server-side cursor in a read-only transaction of their own.
+The replay reads a handful of fields per failure (``core.backtest.VerdictKey`` and what the
+costs need), so the database does the counting: first the distinct keys of the range are
+read (:func:`verdict_keys`), the pure core decides each once, and those verdicts go back
+into one query (:func:`recorded_groups`) that works out, per job, the first failure the
+draft would not retry (whether each failure is *reached*, and what the job's later runs
+cost after it) and sums the failures into groups. Hash joins and hash aggregates do it:
+nothing is sorted by job, and a million failures come back as a few thousand rows.
+
+On PostgreSQL the reads share one read-only, repeatable-read transaction (one snapshot)
+where they are the outermost transaction.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
 from django.db import connection, connections, transaction
 
-from armada.core.backtest import RecordedFailure
+from armada.core.backtest import RecordedFailure, RecordedGroup, VerdictKey
 from armada.models import Job, Run
 from armada.services.bulk import sql_in
 
-CHUNK = 5000
-WORK_MEM = "128MB"  # PostgreSQL: for the window's sort, per backtest (server side)
+WORK_MEM = "256MB"  # PostgreSQL: for the hash joins and aggregates, per backtest
 
 
 class Beside:
@@ -70,133 +77,314 @@ def _dialect() -> dict[str, str]:
             "text": "({col}->>'{key}')",
             "seconds": "EXTRACT(EPOCH FROM (COALESCE(r.finished_at, %s) - r.leased_at))"
             "::double precision",
+            "id": ' COLLATE "C"',  # ids sort bytewise: their creation order, and cheaper
+            "positive": "GREATEST({x}, 0)",
         }
     return {
         "num": "COALESCE(json_extract({col}, '$.\"{key}\"'), 0)",
         "int": "json_extract({col}, '$.\"{key}\"')",
         "text": "json_extract({col}, '$.\"{key}\"')",
         "seconds": "(julianday(COALESCE(r.finished_at, %s)) - julianday(r.leased_at)) * 86400.0",
+        "id": "",
+        "positive": "MAX({x}, 0)",
     }
 
 
-def _query(*, queues: list[str] | None, job_sets: list[str]) -> tuple[str, list[Any]]:
-    """The failures query and its filters' values (see :func:`recorded_failures`).
-
-    One pass over the runs that ended after ``since`` (or have not ended) of the queues and
-    job sets asked for, each narrowed to the scalars the replay needs, in job and run order,
-    with the window sums of the runs after it; the decided genuine failures in range are
-    kept. A later run of a failure in range always ended after ``since``, so nothing the sums
-    need is left out. Ids sort bytewise (``C``), which is their creation order and much
-    cheaper than a language's collation; the window's order is the output's, so no second
-    sort is needed.
-    """
-    d = _dialect()
-
-    def num(col: str, key: str) -> str:
-        return d["num"].format(col=col, key=key)
-
-    def text(col: str, key: str) -> str:
-        return d["text"].format(col=col, key=key)
-
-    run, job = Run._meta.db_table, Job._meta.db_table
-    where = ["(r.finished_at IS NULL OR r.finished_at >= %s)"]
-    params: list[Any] = []
-    if queues is not None:
-        clause, values = sql_in("j.queue", queues or [""])
-        where.append(clause)
-        params += values
-    if job_sets:
-        clause, values = sql_in("j.job_set", job_sets)
-        where.append(clause)
-        params += values
-    postgres = connection.vendor == "postgresql"
-    collate = ' COLLATE "C"' if postgres else ""
-    # The runs are narrowed to scalars before they are sorted (a sort of whole rows, their
-    # JSON included, is twice as wide): an OFFSET keeps the planner from merging the two.
-    fence = "OFFSET 0" if postgres else "LIMIT -1 OFFSET 0"
-    later = "(PARTITION BY job_id ORDER BY id ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING)"
+def _decided(d: dict[str, str]) -> tuple[str, str]:
+    """The retries used and the label recorded, as SQL over run ``r``."""
     used = d["int"].format(col="r.decision", key="retriesUsed")
+    label = f"COALESCE({d['text'].format(col='r.decision', key='decision')}, 'not_retried')"
+    return used, label
+
+
+# The decided genuine failures finished in [since, until): ``r.`` is the run.
+IN_RANGE = """r.state IN ('failed', 'lease_expired') AND r.decided_at IS NOT NULL
+      AND r.finished_at >= %s AND r.finished_at < %s"""
+
+
+def _flag(condition: str) -> str:
+    return f"CASE WHEN {condition} THEN '1' ELSE '0' END"
+
+
+def _key_sql(gang: str, fail_fast: str) -> str:
+    """A failure's :class:`VerdictKey` as one text (see :func:`key_text`), in SQL over the
+    columns of :func:`_failures`' inner query."""
+    parts = [
+        "category",
+        "subcategory",
+        "CAST(COALESCE(used, 0) AS text)",
+        _flag(gang),
+        _flag(fail_fast),
+        _flag("lease_expired"),
+        _flag("used IS NULL AND label = 'not_retried'"),
+    ]
+    return "(" + " || '|' || ".join(parts) + ")"
+
+
+def key_text(key: VerdictKey) -> str:
+    """The text :func:`_key_sql` makes of a failure with ``key``. Comparing one text, the
+    database decides "does the draft retry this failure" with a hashed list lookup, and
+    needs no join (whose size it could not estimate) with the verdicts."""
+    flags = (key.gang, key.fail_fast, key.lease_expired, key.job_ended)
+    return "|".join(
+        [key.category, key.subcategory, str(key.retries_used)]
+        + ["1" if flag else "0" for flag in flags]
+    )
+
+
+def _failures(
+    *,
+    since: datetime,
+    until: datetime,
+    queues: list[str] | None,
+    job_sets: Sequence[str],
+    now: datetime,
+    verdicts: Mapping[VerdictKey, bool],
+    every_run: bool = False,
+) -> tuple[str, list[Any]]:
+    """The failures in range of ``queues`` (None: all) and ``job_sets`` (empty: all), each
+    narrowed to the scalars the replay reads (the :class:`VerdictKey`'s among them), with
+    ``draft_retry``: whether the draft retries it, by ``verdicts``; ``seconds`` is how long
+    it held its requests (``raw_seconds`` the same, unclamped: NULL if never leased).
+
+    With ``every_run``, every run of those queues and job sets that ended since ``since``
+    or is going on, with ``wanted`` true for the failures in range (a later run of a
+    failure in range is among them: it ended after that failure). Returns the SELECT (its
+    rows unordered) and its parameters."""
+    d = _dialect()
+    retried = [key_text(key) for key, retry in verdicts.items() if retry]
+    key = _key_sql("gang_cardinality >= 2", "fail_fast")
+    draft_retry = (
+        f"wanted AND {key} IN ({', '.join(['%s'] * len(retried))})" if retried else "FALSE"
+    )
+    used, label = _decided(d)
+    num = d["num"].format
+    stamp = connection.ops.adapt_datetimefield_value
+    start, end = stamp(since), stamp(until)
+    # In the order of the text: the retried keys, "now" (ends a run still going), the range.
+    params: list[Any] = [*retried, stamp(now)]
+    if every_run:
+        wanted = f"({IN_RANGE})"
+        where = ["(r.finished_at IS NULL OR r.finished_at >= %s)"]
+        params += [start, end, start]
+    else:
+        wanted, where = "TRUE", [IN_RANGE]
+        params += [start, end]
+    for column, names in (("j.queue", queues), ("j.job_set", list(job_sets) or None)):
+        if names is not None:
+            clause, values = sql_in(column, names or [""])
+            where.append(clause)
+            params += values
+    # The runs are narrowed to scalars in a subquery of their own (a sort or hash of whole
+    # rows, their JSON included, is twice as wide); an OFFSET keeps the planner from
+    # merging it into the query around it.
+    fence = ""
+    if every_run:
+        fence = "OFFSET 0" if connection.vendor == "postgresql" else "LIMIT -1 OFFSET 0"
     sql = f"""
-SELECT id, job_id, queue, category, subcategory, lease_expired, COALESCE(used, 0), label,
-  rule, gang_cardinality, fail_fast, used IS NULL AND label = 'not_retried', cpu, memory, gpu,
-  seconds, memory_kind, later_runs, later_cpu, later_memory, later_gpu
-FROM (
-  SELECT id, job_id, queue, category, subcategory, lease_expired, used, label, rule,
-    gang_cardinality, fail_fast, cpu, memory, gpu, seconds, memory_kind, wanted,
-    COUNT(*) OVER later AS later_runs,
-    COALESCE(SUM(cpu * seconds) OVER later, 0) AS later_cpu,
-    COALESCE(SUM(memory * seconds) OVER later, 0) AS later_memory,
-    COALESCE(SUM(gpu * seconds) OVER later, 0) AS later_gpu
-  FROM (
-    SELECT r.id{collate} AS id, r.job_id{collate} AS job_id, j.queue,
-      r.failure_category AS category, r.failure_subcategory AS subcategory,
-      r.state = 'lease_expired' AS lease_expired, {used} AS used,
-      COALESCE({text("r.decision", "decision")}, 'not_retried') AS label,
-      {d["int"].format(col="r.decision", key="ruleIndex")} AS rule,
-      j.gang_cardinality, j.fail_fast, {num("r.requests", "cpu")} AS cpu,
-      {num("r.requests", "memory")} AS memory, {num("r.requests", "nvidia.com/gpu")} AS gpu,
-      {d["seconds"]} AS seconds,
-      COALESCE({text("j.mutations", "memoryKind")}, '') AS memory_kind,
-      (r.state IN ('failed', 'lease_expired') AND r.decided_at IS NOT NULL
-        AND r.finished_at >= %s AND r.finished_at < %s) AS wanted
-    FROM {run} r JOIN {job} j ON j.id = r.job_id
-    WHERE {" AND ".join(where)}
-    {fence}
-  ) runs
-  WINDOW later AS {later}
-) windowed
-WHERE wanted
-ORDER BY job_id, id
-"""
+    SELECT id, job_id, queue, category, subcategory, COALESCE(used, 0) AS used, label, rule,
+      gang_cardinality, gang_cardinality >= 2 AS gang, fail_fast, lease_expired,
+      used IS NULL AND label = 'not_retried' AS job_ended, cpu, memory, gpu,
+      COALESCE({d["positive"].format(x="seconds")}, 0) AS seconds, seconds AS raw_seconds,
+      memory_kind, {draft_retry} AS draft_retry, wanted
+    FROM (
+      SELECT r.id{d["id"]} AS id, r.job_id{d["id"]} AS job_id, j.queue,
+        r.failure_category AS category, r.failure_subcategory AS subcategory,
+        {used} AS used, {label} AS label, {d["int"].format(col="r.decision", key="ruleIndex")}
+        AS rule, j.gang_cardinality, j.fail_fast, r.state = 'lease_expired' AS lease_expired,
+        {num(col="r.requests", key="cpu")} AS cpu, {num(col="r.requests", key="memory")} AS memory,
+        {num(col="r.requests", key="nvidia.com/gpu")} AS gpu, {d["seconds"]} AS seconds,
+        COALESCE({d["text"].format(col="j.mutations", key="memoryKind")}, '') AS memory_kind,
+        {wanted} AS wanted
+      FROM {Run._meta.db_table} r JOIN {Job._meta.db_table} j ON j.id = r.job_id
+      WHERE {" AND ".join(where)}
+      {fence}
+    ) narrowed"""
     return sql, params
 
 
-def recorded_failures(
+KEY_COLUMNS = ("category", "subcategory", "used", "gang", "fail_fast", "lease_expired", "job_ended")
+
+
+@contextmanager
+def snapshot() -> Iterator[None]:
+    """One transaction for the backtest's reads: on PostgreSQL, where it is the outermost
+    one, read-only and repeatable-read (the keys, the groups and the sample see the same
+    rows), with memory for the hash joins and no JIT (compiling costs more than it saves)."""
+    outermost = not connection.in_atomic_block
+    with transaction.atomic():
+        if connection.vendor == "postgresql":
+            with connection.cursor() as setup:
+                if outermost:
+                    setup.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                setup.execute(f"SET LOCAL work_mem = '{WORK_MEM}'")
+                setup.execute("SET LOCAL jit = off")
+                setup.execute("SET LOCAL parallel_tuple_cost = 0.001")
+        yield
+
+
+def verdict_keys(*, since: datetime, until: datetime) -> list[VerdictKey]:
+    """Every :class:`VerdictKey` the failures in range may have: the distinct keys of the
+    failed runs (of all queues: a superset is harmless and the runs alone are cheaper to
+    read), each with and without a gang and failFast (those are the job's)."""
+    d = _dialect()
+    used, label = _decided(d)
+    stamp = connection.ops.adapt_datetimefield_value
+    sql = f"""
+    SELECT DISTINCT r.failure_category, r.failure_subcategory, COALESCE({used}, 0),
+      r.state = 'lease_expired', {used} IS NULL AND {label} = 'not_retried'
+    FROM {Run._meta.db_table} r WHERE {IN_RANGE}"""
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [stamp(since), stamp(until)])
+        rows = cursor.fetchall()
+    return [
+        VerdictKey(category, subcategory, int(used_), gang, fail_fast, bool(lease), bool(ended))
+        for category, subcategory, used_, lease, ended in rows
+        for gang in (False, True)
+        for fail_fast in (False, True)
+    ]
+
+
+def recorded_groups(
     *,
     since: datetime,
     until: datetime,
     queues: list[str] | None,
     job_sets: Sequence[str] = (),
     now: datetime,
-) -> Iterator[RecordedFailure]:
-    """Every decided genuine failure finished in ``[since, until)`` of ``queues`` (None:
-    all) and ``job_sets`` (empty: all), by job and run, streamed in chunks."""
-    sql, filters = _query(queues=queues, job_sets=list(job_sets))
-    stamp = connection.ops.adapt_datetimefield_value
-    # In the order of the query's text: the "now" that ends a run still going (a later run
-    # of a job whose failure is in range), the range of the failures kept, the start of
-    # the runs read, the filters.
-    start, end = stamp(since), stamp(until)
-    params = [stamp(now), start, end, start, *filters]
-    if connection.vendor != "postgresql":
-        # SQLite reads lazily as it is; a transaction here would be an IMMEDIATE one, which
-        # takes the write lock (settings.py) and would hold the scheduler up meanwhile.
-        with connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            while rows := cursor.fetchmany(CHUNK):
-                for row in rows:
-                    yield RecordedFailure(*row)
-        return
-    # In a transaction of its own, the server-side cursor streams (outside one, it would be
-    # a WITH HOLD cursor: the whole result made before the first row). Read-only where it is
-    # the outermost transaction; the window's sort gets more memory than a session's default.
-    outermost = not connection.in_atomic_block
-    with transaction.atomic():
-        with connection.cursor() as setup:
-            if outermost:
-                setup.execute("SET TRANSACTION READ ONLY")
-            setup.execute(f"SET LOCAL work_mem = '{WORK_MEM}'")
-            # Compiling this query costs seconds and gains less than that.
-            setup.execute("SET LOCAL jit = off")
-        # psycopg's own server-side cursor, in binary: numbers arrive without being parsed
-        # from text (a second or so per million rows); its errors are wrapped as Django's.
-        with connection.wrap_database_errors:
-            cursor = connection.connection.cursor(name=f"backtest_{id(params)}", binary=True)
-            with cursor:
-                cursor.execute(sql, params)
-                while rows := cursor.fetchmany(CHUNK):
-                    for row in rows:
-                        yield RecordedFailure(*row)
+    verdicts: Mapping[VerdictKey, bool],
+) -> list[RecordedGroup]:
+    """The failures in range, grouped (``core.backtest.RecordedGroup``), given whether the
+    draft retries each key (``verdicts`` must hold every key of :func:`verdict_keys`).
+
+    Per job, the first failure (by run id, which is creation order) the draft would not
+    retry is its *over* failure: a failure is reached when it is that one or comes before
+    it (or the job has none). The job's runs after an over failure that was recorded as
+    retried are what the draft saves; a later run of a failure in range ended after
+    ``since``, so the runs read for it are those that ended since then or are going on.
+    """
+    if not verdicts:
+        return []
+    failures, params = _failures(
+        since=since,
+        until=until,
+        queues=queues,
+        job_sets=job_sets,
+        now=now,
+        verdicts=verdicts,
+        every_run=True,
+    )
+    key_columns = ", ".join(KEY_COLUMNS)
+    # Per job, in run order: is this failure reached (no earlier failure in range is one
+    # the draft stops at), and what do the job's runs after it cost (the whole job's sums
+    # less the sums up to it: running sums, where a frame "after it" would be summed
+    # afresh for every row). One sort serves both windows.
+    sql = f"""
+SELECT queue, {key_columns}, label, rule, reached, extra_memory, extra_kind, COUNT(*),
+  SUM(seconds), SUM(own_cpu), SUM(own_gpu), SUM(later_runs), SUM(later_cpu), SUM(later_memory),
+  SUM(later_gpu)
+FROM (
+  SELECT queue, {key_columns}, label, rule, wanted, extra_memory, extra_kind, seconds,
+    own_cpu, own_gpu, SUM(stops) OVER upto = stops AS reached,
+    COUNT(*) OVER whole - COUNT(*) OVER upto AS later_runs,
+    COALESCE(SUM(cpu_s) OVER whole, 0) - COALESCE(SUM(cpu_s) OVER upto, 0) AS later_cpu,
+    COALESCE(SUM(memory_s) OVER whole, 0) - COALESCE(SUM(memory_s) OVER upto, 0)
+      AS later_memory,
+    COALESCE(SUM(gpu_s) OVER whole, 0) - COALESCE(SUM(gpu_s) OVER upto, 0) AS later_gpu
+  FROM (
+    SELECT job_id, id, queue, {key_columns}, label, rule, wanted, seconds,
+      CASE WHEN wanted AND NOT draft_retry THEN 1 ELSE 0 END AS stops,
+      CASE WHEN draft_retry AND label <> 'retry' THEN memory ELSE 0 END AS extra_memory,
+      CASE WHEN draft_retry AND label <> 'retry' THEN memory_kind ELSE '' END AS extra_kind,
+      cpu * seconds AS own_cpu, gpu * seconds AS own_gpu, cpu * raw_seconds AS cpu_s,
+      memory * raw_seconds AS memory_s, gpu * raw_seconds AS gpu_s
+    FROM ({failures}) narrowed_runs
+  ) runs
+  WINDOW whole AS (PARTITION BY job_id),
+    upto AS (PARTITION BY job_id ORDER BY id ROWS UNBOUNDED PRECEDING)
+) windowed
+WHERE wanted
+GROUP BY queue, {key_columns}, label, rule, reached, extra_memory, extra_kind
+"""
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    return [
+        RecordedGroup(
+            queue=row[0],
+            key=VerdictKey(row[1], row[2], int(row[3]), *(bool(x) for x in row[4:8])),
+            recorded=row[8],
+            recorded_rule=None if row[9] is None else int(row[9]),
+            reached=bool(row[10]),
+            memory=float(row[11] or 0),
+            memory_kind=row[12] or "",
+            count=int(row[13]),
+            seconds=float(row[14] or 0),
+            cpu_seconds=float(row[15] or 0),
+            gpu_seconds=float(row[16] or 0),
+            later_runs=int(row[17]),
+            later_cpu=float(row[18]),
+            later_memory=float(row[19]),
+            later_gpu=float(row[20]),
+        )
+        for row in rows
+    ]
+
+
+def sample_failures(
+    *,
+    since: datetime,
+    until: datetime,
+    queues: list[str] | None,
+    job_sets: Sequence[str] = (),
+    now: datetime,
+    verdicts: Mapping[VerdictKey, bool],
+    flipped: bool,
+    limit: int,
+) -> list[RecordedFailure]:
+    """At most ``limit`` failures in range whose outcome the draft changes (``flipped``)
+    or keeps, one by one, for the backtest's sample, by job and run. They are the first the
+    database finds, not the first by job: the read stops as soon as it has enough."""
+    if not verdicts or limit <= 0:
+        return []
+    failures, params = _failures(
+        since=since, until=until, queues=queues, job_sets=job_sets, now=now, verdicts=verdicts
+    )
+    sql = f"""
+SELECT b.id, b.job_id, b.queue, b.category, b.subcategory, b.lease_expired, b.used, b.label,
+  b.rule, b.gang_cardinality, b.fail_fast, b.job_ended, b.cpu, b.memory, b.gpu, b.seconds,
+  b.memory_kind
+FROM ({failures}) b
+WHERE (b.draft_retry <> (b.label = 'retry')) = CAST(%s AS boolean)
+LIMIT %s
+"""
+    params += [flipped, limit]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    rows.sort(key=lambda row: (row[1], row[0]))
+    return [
+        RecordedFailure(
+            run_id=row[0],
+            job_id=row[1],
+            queue=row[2],
+            category=row[3],
+            subcategory=row[4],
+            lease_expired=bool(row[5]),
+            retries_used=int(row[6]),
+            recorded=row[7],
+            recorded_rule=None if row[8] is None else int(row[8]),
+            gang_cardinality=int(row[9]),
+            fail_fast=bool(row[10]),
+            job_ended=bool(row[11]),
+            cpu=float(row[12]),
+            memory=float(row[13]),
+            gpu=float(row[14]),
+            seconds=float(row[15]),
+            memory_kind=row[16] or "",
+        )
+        for row in rows
+    ]
 
 
 def describe_runs(run_ids: Sequence[str]) -> dict[str, tuple[str, int | None, str]]:
