@@ -3,7 +3,7 @@
 1. Creates a throw-away PostgreSQL database (``test_<name>`` of DATABASE_URL, through
    ``setup_databases``; ``--keep`` keeps it between runs so that the seeding is done once)
    and seeds ``--failures`` decided failures with ``COPY``, with the seeding of
-   ``bench/backtest.py`` (20 queues, jobs of one to four genuine failures each, most retried
+   ``bench/backtest_seed.py`` (20 queues, jobs of one to four genuine failures each, most retried
    jobs ending with a succeeded run, over the 30 days before its ``NOW``).
 2. Fills the cost and yield rollups from those runs with three ``INSERT ... SELECT``
    statements that apply the definitions of ``services.retry_cost`` (what the scheduler and
@@ -25,7 +25,6 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import random
 import statistics
@@ -37,16 +36,9 @@ from unittest import mock
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "armada.settings")
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/armada_hc_bench")
-
-
-def _backtest_bench():
-    """``bench/backtest.py`` as a module: its seeding and its ``NOW``."""
-    spec = importlib.util.spec_from_file_location("bench_backtest", ROOT / "bench" / "backtest.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 # The rollups from the runs, by the definitions of services.retry_cost (per-run amounts in
@@ -172,7 +164,8 @@ def main() -> None:
     if connection.vendor != "postgresql":
         raise SystemExit("this benchmark needs PostgreSQL (DATABASE_URL)")
     settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]
-    seeding = _backtest_bench()
+    import backtest_seed as seeding  # bench/backtest_seed.py
+
     old = setup_databases(verbosity=0, interactive=False, keepdb=args.keep, serialized_aliases=())
     try:
         from armada.models import Queue, RetryCostBucket, RetryYieldBucket, Run

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from tests.services.test_backtest import NOW, SINCE, STRICTER, history, snapshot  # noqa: F401
+from tests.services.backtest_history import NOW, SINCE, STRICTER, history, snapshot  # noqa: F401
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("history")]
 URL = "/api/v1/retry-policies/backtest"

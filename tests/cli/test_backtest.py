@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from armada.cli.backtest import render_backtest
-from tests.services.test_backtest import NOW, SINCE, STRICTER, history, snapshot  # noqa: F401
+from tests.services.backtest_history import NOW, SINCE, STRICTER, history, snapshot  # noqa: F401
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("history")]
 RANGE = ("--from", SINCE.isoformat(), "--to", NOW.isoformat())

@@ -1,4 +1,5 @@
-"""armada.core.backtest: one recorded failure replayed under a draft, and the sums.
+"""armada.core.backtest: one recorded failure replayed under a draft (the sums are in
+test_backtest_report.py, groups of failures in test_backtest_groups.py).
 
 Each table names its cases after what they exercise; the arithmetic cases spell out the
 expected attempts and costs so that a wrong factor or a double count shows up.
@@ -11,63 +12,11 @@ from dataclasses import replace
 import pytest
 
 from armada.core.backoff import Backoff
-from armada.core.backtest import (
-    FAIL_TO_RETRY,
-    RETRY_TO_FAIL,
-    RecordedFailure,
-    Replayer,
-    bumped_memory,
-)
-from armada.core.backtest_report import ESTIMATE_NOTE, Report, Tally, success_rates
-from armada.core.policy import MemoryBump, Mutation, RetryPolicy, Rule
+from armada.core.backtest import FAIL_TO_RETRY, RETRY_TO_FAIL, bumped_memory
+from armada.core.backtest_report import Report
+from armada.core.policy import MemoryBump, Rule
 from armada.core.resource_cost import Cost
-from armada.core.retry import RetrySettings
-
-GI = 2**30 * 1000  # one GiB in milli-units
-HOUR = 3600.0
-SETTINGS = RetrySettings(enabled=False, global_max_retries=5)  # the draft turns it on
-
-DRAFT = RetryPolicy(
-    name="draft",
-    retry_limit=2,
-    default_action="Fail",
-    rules=(
-        Rule("Fail", "user-error"),  # rule 1
-        Rule("Retry", "oom", mutate=Mutation(memory=MemoryBump(factor=2.0))),  # rule 2
-        Rule("Retry", "flaky"),  # rule 3
-        Rule("Retry", "internal", "lease-expired"),  # rule 4
-    ),
-)
-
-
-def failure(**fields) -> RecordedFailure:
-    """A failure of job ``j1`` in queue ``demo``: 2 cpu, 4Gi, one hour, nothing after it."""
-    values = {
-        "run_id": "r1",
-        "job_id": "j1",
-        "queue": "demo",
-        "job_set": "set-1",
-        "category": "flaky",
-        "subcategory": "",
-        "lease_expired": False,
-        "retries_used": 0,
-        "recorded": "fail_default",
-        "cpu": 2000.0,
-        "memory": 4.0 * GI,
-        "seconds": HOUR,
-    }
-    values.update(fields)
-    return RecordedFailure(**values)
-
-
-def replayer(**kwargs) -> Replayer:
-    return Replayer(
-        policy=kwargs.pop("policy", DRAFT),
-        settings=kwargs.pop("settings", SETTINGS),
-        never_retried=kwargs.pop("never_retried", {("internal", "stuck-terminating")}),
-        **kwargs,
-    )
-
+from tests.core.backtest_cases import DRAFT, GI, HOUR, failure, replayer
 
 # --- one failure: the draft's label and the flip ----------------------------------------------
 
@@ -292,112 +241,6 @@ def test_a_flip_after_the_job_ended_under_the_draft_adds_no_attempt():
     # the next job starts afresh
     other = engine.replay(failure(run_id="r3", job_id="j2", recorded="fail_default"))
     assert (other.reached, other.extra_attempts) == (True, 1)
-
-
-# --- the sums ---------------------------------------------------------------------------------
-
-
-def test_report_sums_per_queue_and_overall_and_orders_flips():
-    engine = replayer()
-    rows = [
-        failure(run_id="a", job_id="ja", queue="b-queue", recorded="fail_default"),
-        failure(run_id="b", job_id="jb", queue="a-queue", recorded="fail_default"),
-        failure(
-            run_id="c",
-            job_id="jc",
-            queue="a-queue",
-            category="oom",
-            recorded="fail_rule",
-            recorded_rule=0,
-        ),
-        failure(
-            run_id="d",
-            job_id="jd",
-            queue="a-queue",
-            category="user-error",
-            recorded="retry",
-            recorded_rule=4,
-            later_runs=1,
-            later_cpu=1000.0 * HOUR,
-        ),
-        failure(run_id="e", job_id="je", queue="a-queue", recorded="retry"),
-    ]
-    report = Report(sample_size=3).add_all(engine.replay(r) for r in rows)
-    # the yield arrives after the replays
-    report.rates, report.default_rate = {"flaky": 0.5}, 0.25
-    document = report.document()
-    overall = document["overall"]
-    assert overall["examined"] == 5
-    assert overall["examined"] == (
-        overall["unchanged"] + overall["retryToFail"] + overall["failToRetry"]
-    )
-    assert (overall["failToRetry"], overall["retryToFail"], overall["unchanged"]) == (3, 1, 1)
-    assert (overall["extraAttempts"], overall["savedAttempts"]) == (3, 1)
-    # two flaky (0.5 each) and one oom (no yield for oom: the overall 0.25)
-    assert overall["estimatedSucceeded"] == pytest.approx(1.25)
-    # 2 cpu for an hour per extra run; the oom one with 8Gi instead of 4Gi
-    assert overall["extraCost"] == {"coreHours": 6.0, "memoryGibHours": 16.0, "gpuHours": 0.0}
-    assert overall["savedCost"]["coreHours"] == pytest.approx(1.0)
-    assert [q["queue"] for q in document["queues"]] == ["a-queue", "b-queue"]
-    assert document["queues"][1]["failToRetry"] == 1
-    assert document["flips"][0] == {
-        "from": "fail",
-        "to": "retry",
-        "category": "flaky",
-        "subcategory": "",
-        "recordedRule": None,
-        "draftRule": 3,
-        "count": 2,
-    }
-    assert {
-        (f["from"], f["category"], f["recordedRule"], f["draftRule"]) for f in document["flips"][1:]
-    } == {("fail", "oom", 1, 2), ("retry", "user-error", 5, 1)}
-    # flipped failures first, and no more than asked
-    assert [s["runId"] for s in document["sample"]] == ["a", "b", "c"]
-    assert document["sample"][0]["recorded"] == "fail_default"
-    assert document["sample"][0]["draft"] == "retry"
-
-
-def test_sample_fills_up_with_unchanged_failures():
-    report = Report(sample_size=5).add_all(
-        replayer().replay(failure(run_id=f"r{i}", job_id=f"j{i}", recorded=label))
-        for i, label in enumerate(["retry", "fail_default", "retry"])
-    )
-    assert [s["runId"] for s in report.sample()] == ["r1", "r0", "r2"]
-
-
-def test_named_queues_without_failures_are_listed_with_zeros():
-    report = Report()
-    report.ensure_queues(["quiet"])
-    assert report.document()["queues"] == [{"queue": "quiet", **Tally().as_dict()}]
-
-
-@pytest.mark.parametrize(
-    ("rows", "rates", "default"),
-    [
-        ([], {}, 0.0),
-        ([{"category": "oom", "retriedJobs": 4, "succeededJobs": 3}], {"oom": 0.75}, 0.75),
-        (
-            [
-                {"category": "oom", "rule": 2, "retriedJobs": 2, "succeededJobs": 2},
-                {"category": "oom", "rule": None, "retriedJobs": 2, "succeededJobs": 0},
-                {"category": "gpu", "rule": 1, "retriedJobs": 4, "succeededJobs": 1},
-                {"category": "idle", "rule": 1, "retriedJobs": 0, "succeededJobs": 0},
-            ],
-            {"oom": 0.5, "gpu": 0.25},
-            3 / 8,
-        ),
-    ],
-    ids=["no-history", "one-category", "rules-of-a-category-add-up"],
-)
-def test_success_rates(rows, rates, default):
-    got, overall = success_rates(rows)
-    assert got == pytest.approx(rates)
-    assert overall == pytest.approx(default)
-
-
-def test_the_estimate_note_says_it_is_an_estimate():
-    assert "estimate" in ESTIMATE_NOTE
 
 
 def test_verdicts_are_cached_per_distinct_failure_and_match_an_uncached_replay():
