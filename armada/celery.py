@@ -8,8 +8,9 @@ a pile of stale ticks.
 from __future__ import annotations
 
 import os
+from typing import Any
 
-from celery import Celery
+from celery import Celery, signals
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "armada.settings")
 
@@ -51,6 +52,34 @@ def _periodic_tasks(sender: Celery, **_: object) -> None:
             ),
             name=f"executor {executor.id} tick",
         )
+
+
+@signals.celeryd_after_setup.connect
+def _scheduler_start_up(sender: str, instance: Any, **_: object) -> None:
+    """A worker on queue ``scheduler`` deregisters, before its first cycle, the executors
+    the configuration no longer names (``services.executor_startup``)."""
+    if "scheduler" not in instance.app.amqp.queues.consume_from:
+        return
+    from django.db import connections
+
+    from armada.services.executor_startup import scheduler_start_up
+
+    scheduler_start_up()
+    connections.close_all()  # its tasks take connections of their own
+
+
+@signals.setup_logging.connect
+def _logging(loglevel: int | str | None = None, **_: object) -> None:
+    """Workers and beat log as every other process does: ``settings.LOGGING`` (plain, or JSON
+    with ``ARMADA_LOG_FORMAT=json``), at ``--loglevel``. A receiver of this signal stops
+    Celery from configuring logging (and redirecting stdout) itself."""
+    import logging.config
+
+    from django.conf import settings
+
+    logging.config.dictConfig(settings.LOGGING)
+    if loglevel:
+        logging.getLogger().setLevel(loglevel)
 
 
 app.autodiscover_tasks(["armada"])

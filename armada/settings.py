@@ -16,6 +16,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from armada.conf import ConfigError, get_config
+from armada.logs import logging_config
 from armada.web.security import content_security_policy, proxy_ssl_header, secret_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -68,7 +69,7 @@ SECURE = env_bool("ARMADA_SECURE", False)
 SESSION_COOKIE_SECURE = env_bool("ARMADA_SESSION_COOKIE_SECURE", SECURE)
 CSRF_COOKIE_SECURE = env_bool("ARMADA_CSRF_COOKIE_SECURE", SECURE)
 SECURE_SSL_REDIRECT = env_bool("ARMADA_SSL_REDIRECT", SECURE)
-SECURE_REDIRECT_EXEMPT = [r"^healthz$"]  # load balancers probe over plain HTTP
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]  # load balancers probe over plain HTTP
 SECURE_HSTS_SECONDS = env_int("ARMADA_HSTS_SECONDS", 365 * 24 * 3600 if SECURE else 0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("ARMADA_HSTS_INCLUDE_SUBDOMAINS", SECURE)
 SECURE_HSTS_PRELOAD = env_bool("ARMADA_HSTS_PRELOAD", SECURE)
@@ -305,17 +306,12 @@ CELERY_WORKER_SEND_TASK_EVENTS = False
 # Beat is its own process and sends only while it holds the "beat" lease (armada.beat).
 CELERY_BEAT_SCHEDULER = "armada.beat:LeasedScheduler"
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-    "loggers": {
-        "django.db.backends": {"level": "INFO"},
-        # One line per periodic task every second is noise; failures are still logged.
-        "celery.app.trace": {"level": "WARNING"},
-        "celery.worker.strategy": {"level": "WARNING"},
-        "celery.beat": {"level": "WARNING"},
-    },
-}
+# Log lines: human-readable, or one JSON object per line with ARMADA_LOG_FORMAT=json
+# (armada.logs: time, level, logger, message, process kind, and job/run/queue ids).
+try:
+    LOGGING = logging_config(
+        log_format=env_str("ARMADA_LOG_FORMAT", "plain").strip().lower() or "plain",
+        level=env_str("LOG_LEVEL", "INFO"),
+    )
+except ValueError as exc:
+    raise ImproperlyConfigured(str(exc)) from None

@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.urls import include, path
 
-from armada.web import metrics_access
+from armada.web import health, metrics_access
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -11,5 +11,7 @@ urlpatterns = [
     # Not public: a bearer token, a separate address, or development (armada.web.metrics_access).
     path("metrics", metrics_access.metrics, name="prometheus-django-metrics"),
     path("healthz", metrics_access.healthz, name="healthz"),
+    # Public too: database, broker and migrations, each bounded (armada.web.health).
+    path("readyz", health.readyz, name="readyz"),
     path("", include("lookout.urls")),
 ]

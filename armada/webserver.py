@@ -13,18 +13,44 @@ uvicorn binds the listening socket itself with ``proto`` 0, so the accepted sock
 Nagle on (measured: 48 ms against 5 ms for the same read; see ``bench/RESULTS.md``). uvloop
 sets ``TCP_NODELAY`` on its own, but the asyncio loop (no uvloop, or ``--loop asyncio``) does
 not, so the protocol sets it on whatever socket it is given.
+
+Graceful shutdown (SIGTERM, or Ctrl-C): uvicorn stops accepting connections, closes idle
+ones and lets requests in flight finish; ``--timeout-graceful-shutdown`` (``WEB_COMMAND``
+gives ``SHUTDOWN_SECONDS``) bounds the wait, after which uvicorn cancels what is left. An
+event stream that follows new events never finishes by itself, so the protocol ends every
+response still open ``STREAM_MARGIN`` before that bound (and at ``SHUTDOWN_SECONDS`` when
+no bound was given): the application is told that the client has gone (Django closes the
+stream's generator, which releases what it holds) and the connection is closed without the
+response's end, so that a client sees a dropped stream, not a finished one, and reconnects
+from its cursor to another web process (``armadactl watch`` and browsers do).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
+from typing import Any
 
 from uvicorn.protocols.http import h11_impl as uvicorn_h11
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
+log = logging.getLogger(__name__)
+
+#: Seconds a web process gives requests and streams in flight after SIGTERM.
+SHUTDOWN_SECONDS = 10
+#: Open responses are ended this long before that bound, ahead of uvicorn's cancelling.
+STREAM_MARGIN = 1.0
+
 #: The production command line of one web process (add ``--host``/``--port``/``--workers``).
-WEB_COMMAND = ["uvicorn", "armada.asgi:application", "--http", "armada.webserver:HTTPProtocol"]
+WEB_COMMAND = [
+    "uvicorn",
+    "armada.asgi:application",
+    "--http",
+    "armada.webserver:HTTPProtocol",
+    "--timeout-graceful-shutdown",
+    str(SHUTDOWN_SECONDS),
+]
 
 
 def set_nodelay(transport: asyncio.BaseTransport) -> None:
@@ -46,8 +72,45 @@ def nodelay(protocol_class: type[asyncio.Protocol]) -> type[asyncio.Protocol]:
     return NoDelay
 
 
+def stream_deadline(bound: float | None) -> float:
+    """Seconds after the start of shutdown at which responses still open are ended."""
+    return max(0.0, (SHUTDOWN_SECONDS if bound is None else bound) - STREAM_MARGIN)
+
+
+def graceful(protocol_class: type[asyncio.Protocol]) -> type[asyncio.Protocol]:
+    """``protocol_class`` ending, at shutdown, the response it still serves after
+    ``stream_deadline`` (see the module docstring); uvicorn's h11 and httptools protocols
+    share the attributes used here (``cycle``, ``loop``, ``config``, ``transport``)."""
+
+    class Graceful(protocol_class):  # type: ignore[misc, valid-type]
+        def shutdown(self) -> None:
+            super().shutdown()
+            cycle: Any = self.cycle
+            if cycle is not None and not cycle.response_complete:
+                delay = stream_deadline(self.config.timeout_graceful_shutdown)
+                self.loop.call_later(delay, self._end_open_response, cycle)
+
+        def _end_open_response(self, cycle: Any) -> None:
+            if cycle.response_complete or cycle.disconnected:
+                return
+            scope = cycle.scope
+            log.info(
+                "shutting down: ending the response to %s %s, still open",
+                scope.get("method"),
+                scope.get("path"),
+            )
+            # As if the client had gone: the application's receive() answers
+            # http.disconnect and its further sends are dropped.
+            cycle.disconnected = True
+            cycle.message_event.set()
+            self.transport.close()
+
+    Graceful.__name__ = Graceful.__qualname__ = f"Graceful{protocol_class.__name__}"
+    return Graceful
+
+
 #: httptools when it is installed (``uvicorn[standard]``), else h11, as uvicorn's ``auto``
-#: chooses; either way with Nagle off. This is the one to use.
-HTTPProtocol = nodelay(AutoHTTPProtocol)
+#: chooses; either way with Nagle off and the shutdown above. This is the one to use.
+HTTPProtocol = graceful(nodelay(AutoHTTPProtocol))
 #: h11 with Nagle off, for comparison (``bench/web_latency.py``) or where httptools is missing.
-H11Protocol = nodelay(uvicorn_h11.H11Protocol)
+H11Protocol = graceful(nodelay(uvicorn_h11.H11Protocol))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter as _Tally
 from collections.abc import Mapping
+from datetime import datetime, timedelta
 
 from django.db import IntegrityError, transaction
 from django.db.models import F
@@ -53,28 +54,78 @@ def counter_values(*, name: str) -> list[tuple[dict[str, str], int]]:
     ]
 
 
-def counters_reset_if_due(*, names: list[str], now, interval_seconds: float) -> bool:
+RESET_MARK = "metrics-reset"
+
+
+def _interval_tag(interval_seconds: float) -> str:
+    return f"interval={float(interval_seconds)!r}"
+
+
+def _tagged_interval(holder: str) -> float | None:
+    """The interval a reset mark was made with (from ``_interval_tag``), None if unknown."""
+    key, _, value = holder.partition("=")
+    if key != "interval":
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        return None
+
+
+def next_reset_at(
+    *, marked: datetime, made_with: float | None, interval_seconds: float, now: datetime
+) -> datetime:
+    """When the next reset is due once the interval has changed from ``made_with`` (None:
+    not recorded) to ``interval_seconds`` (more than 0), for a mark that said ``marked``.
+
+    The last reset was ``marked - made_with``; the next one is that plus the new interval,
+    whether that is sooner (a shorter interval: perhaps at once) or later (a longer one).
+    A mark that does not say its interval (made before it was recorded) does not tell when
+    the last reset was: its time is kept, but no later than one new interval from ``now``."""
+    if made_with is None:
+        return min(marked, now + timedelta(seconds=interval_seconds))
+    return marked - timedelta(seconds=made_with) + timedelta(seconds=interval_seconds)
+
+
+def counters_reset_if_due(*, names: list[str], now: datetime, interval_seconds: float) -> bool:
     """Zero the counters ``names`` every ``interval_seconds`` (0: never), like Armada's
     queue-level state metrics, so that series of idle queues and retired policies go away.
-    The next reset time is kept in a ``LeaderLease`` row, so all schedulers share one clock."""
-    from datetime import timedelta
 
+    The next reset time is kept in the ``LeaderLease`` row ``metrics-reset`` (its
+    ``expires_at``), so all schedulers share one clock; its ``holder`` records the interval
+    that time was reckoned with. A changed interval therefore applies from the next start:
+    the next reset is recomputed from the last one and the new interval (``next_reset_at``).
+    While the interval is 0 the mark is left as it is, so turning the resets on again goes
+    on from the last reset."""
     from armada.models import LeaderLease
     from armada.services.events import lock_event_log
 
     if interval_seconds <= 0:
         return False
+    tag = _interval_tag(interval_seconds)
     with transaction.atomic():
-        mark = LeaderLease.objects.select_for_update().filter(name="metrics-reset").first()
+        mark = LeaderLease.objects.select_for_update().filter(name=RESET_MARK).first()
         if mark is None:
             try:
                 with transaction.atomic():  # a savepoint: another process may create it too
                     LeaderLease.objects.create(
-                        name="metrics-reset", expires_at=now + timedelta(seconds=interval_seconds)
+                        name=RESET_MARK,
+                        holder=tag,
+                        expires_at=now + timedelta(seconds=interval_seconds),
                     )
             except IntegrityError:
                 pass  # it did, at the same moment: its clock is as good as ours
             return False
+        if mark.holder != tag:
+            mark.expires_at = next_reset_at(
+                marked=mark.expires_at,
+                made_with=_tagged_interval(mark.holder),
+                interval_seconds=interval_seconds,
+                now=now,
+            )
+            mark.holder = tag
+            if now < mark.expires_at:
+                mark.save(update_fields=["expires_at", "holder"])
         if now < mark.expires_at:
             return False
         # Counters are written only under the event-log lock (``services.locking``), so
@@ -82,5 +133,5 @@ def counters_reset_if_due(*, names: list[str], now, interval_seconds: float) -> 
         lock_event_log()
         MetricCounter.objects.filter(name__in=names).delete()
         mark.expires_at = now + timedelta(seconds=interval_seconds)
-        mark.save(update_fields=["expires_at"])
+        mark.save(update_fields=["expires_at", "holder"])
     return True

@@ -4,10 +4,13 @@ An executor silent for longer than ``executorTimeout`` is taken as lost. Each of
 that has not ended becomes ``lease_expired`` and counts as a genuine failure of category
 internal / lease-expired, decided by ``services.decisions`` exactly as a failed pod is,
 without the executor's steps (the pod cannot be reached). Runs and events commit together.
+Executors that the configuration no longer names have their runs handled the same way at
+start-up, without waiting for the timeout (``services.executor_startup``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -21,6 +24,30 @@ from armada.services.locking import lock_runs_with_jobs
 from armada.services.runs import Changes
 
 ACTIVE = [RunState.LEASED, RunState.PENDING, RunState.RUNNING]
+
+
+def runs_mark_lease_expired(
+    runs: list[Run], *, now: datetime, message: Callable[[Run], str]
+) -> Changes:
+    """Mark ``runs`` (locked, each with its locked job: ``locking.lock_runs_with_jobs``)
+    ``lease_expired``, category internal / lease-expired, undecided, with a ``lease_expired``
+    event each; ``message(run)`` says why. Returns the changes for the caller to write
+    (``Changes.write``) as the last step of its transaction."""
+    changes = Changes()
+    for run in sorted(runs, key=lambda r: (r.leased_at, r.id)):
+        job = run.job
+        changes.touch(run, job)
+        run.state = RunState.LEASE_EXPIRED
+        run.finished_at = now
+        run.reason = "LeaseExpired"
+        run.message = message(run)
+        run.failure_category = INTERNAL
+        run.failure_subcategory = LEASE_EXPIRED
+        run.decided_at = None  # the scheduler's decision step takes it up
+        changes.event(
+            EventType.LEASE_EXPIRED, run, job, now, clusterId=run.executor, nodeName=run.node
+        )
+    return changes
 
 
 def runs_expire(*, now: datetime) -> int:
@@ -39,23 +66,13 @@ def runs_expire(*, now: datetime) -> int:
                 Q(executor__in=lost_ids) | ~Q(executor__in=known)
             )
         )
-        runs.sort(key=lambda r: (r.leased_at, r.id))
-        changes = Changes()
-        for run in runs:
-            job = run.job
-            changes.touch(run, job)
-            run.state = RunState.LEASE_EXPIRED
-            run.finished_at = now
-            run.reason = "LeaseExpired"
-            run.message = (
+        changes = runs_mark_lease_expired(
+            runs,
+            now=now,
+            message=lambda run: (
                 f"executor {run.executor} sent no heartbeat for more than "
                 f"{settings.ARMADA.executor_timeout:g}s"
-            )
-            run.failure_category = INTERNAL
-            run.failure_subcategory = LEASE_EXPIRED
-            run.decided_at = None  # the decision step of the same cycle takes it up
-            changes.event(
-                EventType.LEASE_EXPIRED, run, job, now, clusterId=run.executor, nodeName=run.node
-            )
+            ),
+        )
         changes.write()
     return len(runs)

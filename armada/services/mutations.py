@@ -81,7 +81,12 @@ def apply_mutation(
             job.pod_spec, mutation.memory, mutations.get("memoryKind", "")
         )
         if warning:
-            log.warning("job %s: %s", job.id, warning)
+            log.warning(
+                "job %s: %s",
+                job.id,
+                warning,
+                extra={"queue": job.queue_id, "job_id": job.id, "run_id": run.id},
+            )
             outcome.trail["memorySkipped"] = warning
         if change is not None:
             job.pod_spec = spec
