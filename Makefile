@@ -8,12 +8,15 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export ARMADA_DEV ?= 1
 
-.PHONY: install browser run test lint format
+.PHONY: install browser run test lint format lock wheel
 
-$(BIN)/armadactl: pyproject.toml
+# The exact, tested dependencies come from requirements.lock (`make lock` updates it from
+# pyproject.toml's ranges); the project itself is installed editable on top, with no more.
+$(BIN)/armadactl: pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -r requirements.lock
+	$(BIN)/pip install --quiet --no-deps -e .
 	touch $@
 
 # Lookout's front-end packages (htmx, and axe-core for the accessibility checks of the
@@ -27,10 +30,21 @@ install: $(BIN)/armadactl node_modules/.package-lock.json
 run: install
 	$(BIN)/python manage.py runall
 
-# The browser tests drive the system's Chromium (Debian packages chromium, chromium-driver).
+# The browser tests drive the system's Chromium (Debian package chromium) through Playwright.
 browser:
-	@test -x /usr/bin/chromium || (apt-get update -qq && apt-get install -y -qq chromium chromium-driver) \
-	  || { echo "the browser tests need Chromium: apt-get install chromium chromium-driver"; exit 1; }
+	@test -x /usr/bin/chromium || (apt-get update -qq && apt-get install -y -qq chromium) \
+	  || { echo "the browser tests need Chromium: apt-get install chromium"; exit 1; }
+
+# requirements.lock from pyproject.toml's ranges, keeping the pinned versions that still fit
+# (`make lock UPGRADE=--upgrade` moves everything to the newest versions the ranges allow).
+lock: install
+	$(BIN)/uv pip compile pyproject.toml --extra server --extra dev --python-version 3.11 \
+	  $(UPGRADE) -o requirements.lock
+
+# The wheel (site files and htmx included: setup.py) in dist/.
+wheel: install
+	rm -rf build dist
+	$(BIN)/python -m build --wheel --outdir dist .
 
 test: install browser
 	$(BIN)/pytest $(PYTEST_ARGS)

@@ -1,7 +1,12 @@
-"""Loading ``config/armada.yaml`` (or the file named by ``ARMADA_CONFIG``) once per process.
+"""Loading ``config/armada.yaml`` (or the file named by ``ARMADA_CONFIG``) once per process,
+and where the site's files are.
 
 The file is read and validated when settings are imported, so a wrong key or type stops
 every process (web, scheduler, executor) at start-up with a message naming the key.
+
+The site's files (``templates/``, ``static/``, the default ``config/armada.yaml`` and htmx)
+live beside the packages in a checkout; a built wheel carries them inside the package, as
+``armada/_site/`` (``setup.py``), so that an installed package runs outside any checkout.
 """
 
 from __future__ import annotations
@@ -15,8 +20,14 @@ import yaml
 from armada.core.config import ArmadaConfig, parse_config
 from armada.core.errors import ValidationFailed
 
-BASE_DIR = Path(__file__).resolve().parent.parent
-DEFAULT_CONFIG_PATH = BASE_DIR / "config" / "armada.yaml"
+PACKAGE_SITE = Path(__file__).resolve().parent / "_site"
+#: True when running from an installed wheel, False from a checkout (editable install too).
+INSTALLED = PACKAGE_SITE.is_dir()
+#: The checkout's root, or the wheel's copy of the site's files.
+SITE_DIR = PACKAGE_SITE if INSTALLED else Path(__file__).resolve().parent.parent
+DEFAULT_CONFIG_PATH = SITE_DIR / "config" / "armada.yaml"
+#: htmx: where npm put it in a checkout (package-lock.json), or the wheel's copy.
+HTMX_DIR = SITE_DIR / ("vendor/htmx" if INSTALLED else "node_modules/htmx.org/dist")
 
 
 class ConfigError(Exception):

@@ -15,11 +15,11 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from armada.conf import ConfigError, get_config
+from armada.conf import HTMX_DIR, INSTALLED, SITE_DIR, ConfigError, get_config
 from armada.logs import logging_config
 from armada.web.security import content_security_policy, proxy_ssl_header, secret_key
 
-BASE_DIR = Path(__file__).resolve().parent.parent
+BASE_DIR = SITE_DIR  # a checkout, or an installed wheel's armada/_site (armada.conf)
 
 
 def env_str(name: str, default: str = "") -> str:
@@ -58,7 +58,9 @@ try:
 except ConfigError as exc:
     raise ImproperlyConfigured(str(exc)) from None
 
-VAR_DIR = Path(env_str("ARMADA_VAR_DIR") or BASE_DIR / "var")
+# Run-time files (the embedded database, the file broker, collected static files): the
+# checkout's var/, or ./var of an installed package's working directory, unless named.
+VAR_DIR = Path(env_str("ARMADA_VAR_DIR") or (Path.cwd() if INSTALLED else BASE_DIR) / "var")
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 # --- secret key, HTTPS, the pages' CSP, /metrics (README: "Running in production") ----------
@@ -178,8 +180,9 @@ USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "static/"
-# Our own files, and htmx as `make install` put it in node_modules (package-lock.json).
-STATICFILES_DIRS = [BASE_DIR / "static", ("vendor/htmx", BASE_DIR / "node_modules/htmx.org/dist")]
+# Our own files, and htmx as `make install` put it in node_modules (package-lock.json), or
+# as the wheel carries it.
+STATICFILES_DIRS = [BASE_DIR / "static", ("vendor/htmx", HTMX_DIR)]
 STATIC_ROOT = VAR_DIR / "static"
 STATIC_ROOT.mkdir(exist_ok=True)
 
