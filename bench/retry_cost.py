@@ -36,7 +36,7 @@ from unittest import mock
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path.append(str(ROOT / "bench"))  # after the project: bench/lookout.py is no package
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "armada.settings")
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/armada_hc_bench")
 
