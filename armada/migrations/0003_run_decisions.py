@@ -2,8 +2,11 @@
 
 from django.db import migrations, models
 
+from armada.migration_ops import AddIndexConcurrently
+
 
 class Migration(migrations.Migration):
+    atomic = False  # indexes built concurrently (armada.migration_ops)
     dependencies = [
         ("armada", "0002_run_logs_and_counters"),
     ]
@@ -19,7 +22,7 @@ class Migration(migrations.Migration):
             name="exit_codes",
             field=models.JSONField(blank=True, default=dict),
         ),
-        migrations.AddIndex(
+        AddIndexConcurrently(
             model_name="run",
             index=models.Index(
                 condition=models.Q(

@@ -3,8 +3,11 @@
 import django.db.models.fields.json
 from django.db import migrations, models
 
+from armada.migration_ops import AddIndexConcurrently
+
 
 class Migration(migrations.Migration):
+    atomic = False  # indexes built concurrently (armada.migration_ops)
     dependencies = [
         ("armada", "0008_backfill_policy_versions"),
     ]
@@ -24,19 +27,19 @@ class Migration(migrations.Migration):
                 "ordering": ["at", "id"],
             },
         ),
-        migrations.AddIndex(
+        AddIndexConcurrently(
             model_name="job",
             index=models.Index(fields=["queue", "id"], name="job_lookout_queue_idx"),
         ),
-        migrations.AddIndex(
+        AddIndexConcurrently(
             model_name="job",
             index=models.Index(fields=["queue", "state", "id"], name="job_lookout_queue_state_idx"),
         ),
-        migrations.AddIndex(
+        AddIndexConcurrently(
             model_name="job",
             index=models.Index(fields=["failure_category", "id"], name="job_lookout_category_idx"),
         ),
-        migrations.AddIndex(
+        AddIndexConcurrently(
             model_name="job",
             index=models.Index(
                 fields=["job_set"],
@@ -44,26 +47,26 @@ class Migration(migrations.Migration):
                 opclasses=["varchar_pattern_ops"],
             ),
         ),
-        migrations.AddIndex(
+        AddIndexConcurrently(
             model_name="run",
             index=models.Index(fields=["job", "id"], name="run_lookout_latest_idx"),
         ),
-        migrations.AddIndex(
+        AddIndexConcurrently(
             model_name="run",
             index=models.Index(fields=["node"], name="run_lookout_node_idx"),
         ),
-        migrations.AddIndex(
+        AddIndexConcurrently(
             model_name="run",
             index=models.Index(
                 django.db.models.fields.json.KeyTransform("decision", "decision"),
                 name="run_lookout_decision_idx",
             ),
         ),
-        migrations.AddIndex(
+        AddIndexConcurrently(
             model_name="metricsample",
             index=models.Index(fields=["name", "at"], name="metric_sample_name_at_idx"),
         ),
-        migrations.AddIndex(
+        AddIndexConcurrently(
             model_name="metricsample",
             index=models.Index(
                 fields=["name", "labels_key", "at"], name="metric_sample_series_idx"

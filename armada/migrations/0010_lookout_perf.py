@@ -2,14 +2,17 @@
 
 from django.db import migrations, models
 
+from armada.migration_ops import AddIndexConcurrently, RemoveIndexConcurrently
+
 
 class Migration(migrations.Migration):
+    atomic = False  # indexes built concurrently (armada.migration_ops)
     dependencies = [
         ("armada", "0009_lookout_indexes"),
     ]
 
     operations = [
-        migrations.AddIndex(
+        AddIndexConcurrently(
             model_name="job",
             index=models.Index(
                 fields=["job_set"],
@@ -18,7 +21,7 @@ class Migration(migrations.Migration):
                 opclasses=["varchar_pattern_ops"],
             ),
         ),
-        migrations.RemoveIndex(
+        RemoveIndexConcurrently(
             model_name="job",
             name="job_lookout_jobset_like_idx",
         ),

@@ -2,14 +2,17 @@
 
 from django.db import migrations
 
+from armada.migration_ops import RemoveIndexConcurrently
+
 
 class Migration(migrations.Migration):
+    atomic = False  # the index is dropped concurrently (armada.migration_ops)
     dependencies = [
         ("armada", "0010_lookout_perf"),
     ]
 
     operations = [
-        migrations.RemoveIndex(
+        RemoveIndexConcurrently(
             model_name="job",
             name="job_sched_idx",
         ),

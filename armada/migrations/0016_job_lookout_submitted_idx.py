@@ -2,14 +2,17 @@
 
 from django.db import migrations, models
 
+from armada.migration_ops import AddIndexConcurrently
+
 
 class Migration(migrations.Migration):
+    atomic = False  # indexes built concurrently (armada.migration_ops)
     dependencies = [
         ("armada", "0015_job_retry_count"),
     ]
 
     operations = [
-        migrations.AddIndex(
+        AddIndexConcurrently(
             model_name="job",
             index=models.Index(fields=["submitted_at", "id"], name="job_lookout_submitted_idx"),
         ),

@@ -7,6 +7,8 @@ million jobs with runs); run it before starting the new version's processes."""
 
 from django.db import migrations, models
 
+from armada.migration_ops import AddIndexConcurrently, RemoveIndexConcurrently
+
 COLUMNS = (
     "latest_run_id, latest_executor, latest_node, latest_pool,"
     " latest_exit_code, latest_retryable, latest_decision"
@@ -30,21 +32,22 @@ def backfill(apps, schema_editor) -> None:
     schema_editor.execute(BACKFILL.format(label=label))
 
 
-def _latest(name: str, condition: models.Q) -> migrations.AddIndex:
-    return migrations.AddIndex(
+def _latest(name: str, condition: models.Q) -> AddIndexConcurrently:
+    return AddIndexConcurrently(
         model_name="job",
         index=models.Index(fields=[name, "id"], name=f"job_{name}_idx", condition=condition),
     )
 
 
 class Migration(migrations.Migration):
+    atomic = False  # indexes built concurrently (armada.migration_ops)
     dependencies = [
         ("armada", "0016_job_lookout_submitted_idx"),
     ]
 
     operations = [
-        migrations.RemoveIndex(model_name="run", name="run_lookout_node_idx"),
-        migrations.RemoveIndex(model_name="run", name="run_lookout_decision_idx"),
+        RemoveIndexConcurrently(model_name="run", name="run_lookout_node_idx"),
+        RemoveIndexConcurrently(model_name="run", name="run_lookout_decision_idx"),
         migrations.AddField(
             model_name="job",
             name="latest_run_id",
@@ -80,14 +83,14 @@ class Migration(migrations.Migration):
             name="latest_decision",
             field=models.CharField(blank=True, default="", max_length=32),
         ),
-        migrations.RunPython(backfill, migrations.RunPython.noop, elidable=False),
+        migrations.RunPython(backfill, migrations.RunPython.noop, elidable=False, atomic=True),
         _latest("latest_node", ~models.Q(latest_node="")),
         _latest("latest_executor", ~models.Q(latest_executor="")),
         _latest("latest_pool", ~models.Q(latest_pool="")),
         _latest("latest_exit_code", models.Q(latest_exit_code__isnull=False)),
         _latest("latest_retryable", models.Q(latest_retryable__isnull=False)),
         _latest("latest_decision", ~models.Q(latest_decision="")),
-        migrations.AddIndex(
+        AddIndexConcurrently(
             model_name="job",
             index=models.Index(
                 fields=["last_transition_at", "id"], name="job_lookout_transition_idx"

@@ -2,6 +2,8 @@
 
 from django.db import migrations, models
 
+from armada.migration_ops import AddIndexConcurrently, create_index_sql
+
 # Retried failures by finish time, for ``services.retry_yield`` (a run is ``retryable`` only
 # when its failure was retried). Partial, so that it holds only retried runs; not part of the
 # model's state because Django cannot spell a predicate on a nullable boolean that PostgreSQL
@@ -11,9 +13,8 @@ RETRIED_INDEX = "run_retried_idx"
 
 def _create_retried_index(apps, schema_editor) -> None:
     predicate = "retryable" if schema_editor.connection.vendor == "postgresql" else "retryable = 1"
-    schema_editor.execute(
-        f"CREATE INDEX {RETRIED_INDEX} ON armada_run (finished_at, id) WHERE {predicate}"
-    )
+    sql = f"CREATE INDEX {RETRIED_INDEX} ON armada_run (finished_at, id) WHERE {predicate}"
+    schema_editor.execute(create_index_sql(schema_editor.connection, sql))
 
 
 def _drop_retried_index(apps, schema_editor) -> None:
@@ -21,6 +22,7 @@ def _drop_retried_index(apps, schema_editor) -> None:
 
 
 class Migration(migrations.Migration):
+    atomic = False  # the run index is built concurrently (armada.migration_ops)
     dependencies = [
         ("armada", "0018_job_retry_backoff"),
     ]
@@ -91,7 +93,7 @@ class Migration(migrations.Migration):
                 ],
             },
         ),
-        migrations.AddIndex(
+        AddIndexConcurrently(
             model_name="retrycostbucket",
             index=models.Index(
                 fields=["bucket_hours", "start"],
@@ -109,7 +111,7 @@ class Migration(migrations.Migration):
                 name="retry_cost_bucket_read_idx",
             ),
         ),
-        migrations.AddIndex(
+        AddIndexConcurrently(
             model_name="retryyieldbucket",
             index=models.Index(
                 fields=["bucket_hours", "start"],
