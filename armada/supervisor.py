@@ -87,15 +87,31 @@ class Supervisor:
     deaths: dict[str, list[float]] = field(default_factory=dict)
     restart_at: dict[str, float] = field(default_factory=dict)
     _signals: int = 0
+    # (ready, on_started, warn at): the announcement still waiting for ready() (run's doc)
+    _waiting: tuple[Callable[[], bool], Callable[[], None], float] | None = None
+    _ready_timeout: float = 0.0
 
-    def run(self, on_started: Callable[[], None] | None = None) -> int:
-        """Start everything, supervise, stop everything; 0 when asked to stop, 1 on giving up."""
+    def run(
+        self,
+        on_started: Callable[[], None] | None = None,
+        ready: Callable[[], bool] | None = None,
+        ready_timeout: float = 120.0,
+    ) -> int:
+        """Start everything, supervise, stop everything; 0 when asked to stop, 1 on giving up.
+
+        ``on_started`` is called once everything is started or, with ``ready``, once
+        ``ready()`` (asked between two rounds of supervision: it must answer quickly) first
+        says yes; if it has not after ``ready_timeout`` seconds, that is said once and the
+        supervision goes on."""
         previous = {s: signal.signal(s, self._on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
         try:
             for name in self.programs:
                 self.start(name)
-            if on_started is not None:
+            if on_started is not None and ready is None:
                 on_started()
+            elif on_started is not None:
+                self._waiting = (ready, on_started, self.clock() + ready_timeout)
+                self._ready_timeout = ready_timeout
             code = self._supervise()
         finally:
             self.stop_all()
@@ -118,9 +134,24 @@ class Supervisor:
             for child in self.children.values():
                 _signal_group(child, signal.SIGKILL)
 
+    def _announce_when_ready(self, now: float) -> None:
+        if self._waiting is None:
+            return
+        ready, on_started, warn_at = self._waiting
+        if ready():
+            self._waiting = None
+            on_started()
+        elif now >= warn_at:
+            self._waiting = (ready, on_started, float("inf"))
+            self.say(
+                f"runall: not ready after {self._ready_timeout:.0f} s (still waiting); "
+                "the lines above may say why"
+            )
+
     def _supervise(self) -> int:
         while not self._signals:
             now = self.clock()
+            self._announce_when_ready(now)
             for name, child in list(self.children.items()):
                 if name in self.restart_at or child.poll() is None:
                     continue

@@ -154,3 +154,44 @@ def test_children_die_with_a_supervisor_killed_by_sigkill():
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_the_announcement_waits_until_ready():
+    """``runall`` announces the URL only once the web process answers (``ready``)."""
+    lines: list[str] = []
+    answers = iter([False, False, False, True])
+    supervisor = Supervisor({"a": ["sleep", "120"]}, say=lines.append, poll_interval=0.01)
+
+    def announce() -> None:
+        lines.append("up")
+        supervisor._signals = 1  # stop once announced
+
+    asked = []
+
+    def ready() -> bool:
+        asked.append(1)
+        return next(answers)
+
+    assert supervisor.run(on_started=announce, ready=ready) == 0
+    assert len(asked) == 4
+    assert lines.index("up") > lines.index(next(x for x in lines if "started a" in x))
+    assert lines.count("up") == 1
+
+
+def test_a_process_never_ready_is_said_once():
+    lines: list[str] = []
+    ticks = iter(range(0, 10_000, 50))
+    supervisor = Supervisor(
+        {"a": ["sleep", "120"]}, say=lines.append, clock=lambda: next(ticks), poll_interval=0.01
+    )
+
+    def say(line: str) -> None:
+        lines.append(line)
+        if line.startswith("runall: not ready"):
+            supervisor._signals = 1  # stop at the end of this round
+
+    supervisor.say = say
+    assert supervisor.run(on_started=lambda: lines.append("up"), ready=lambda: False) == 0
+    warnings = [x for x in lines if x.startswith("runall: not ready after 120 s")]
+    assert len(warnings) == 1
+    assert "up" not in lines

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import secrets
 import sys
+import urllib.request
 from pathlib import Path
 
 from django.conf import settings
@@ -156,9 +157,22 @@ class Command(BaseCommand):
             self.stdout.write(line)
             self.stdout.flush()
 
+        def web_answers() -> bool:
+            """Whether the web process answers /healthz yet (announcing before it does
+            would send people to a refused connection)."""
+            try:
+                with direct.open(f"{url}healthz", timeout=0.5) as answer:
+                    return answer.status == 200
+            except OSError:
+                return False
+
+        direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # no proxy
+
         connections.close_all()  # supervising is waiting: hold no database connection
         policy = RestartPolicy(max_restarts=max_restarts, window=restart_window)
-        code = Supervisor(processes, say=say, policy=policy).run(on_started=announce)
+        code = Supervisor(processes, say=say, policy=policy).run(
+            on_started=announce, ready=web_answers
+        )
         if code:
             sys.exit(code)
 
