@@ -43,6 +43,11 @@ ROOT = Path(__file__).resolve().parents[1]
         (["manage.py", "runserver"], "web"),
         (["/src/armada/grpcserver.py", "--address", "x:1"], "grpc"),
         (["manage.py", "migrate", "--noinput"], "migrate"),
+        (["/srv/venv/bin/armada-server", "migrate"], "migrate"),
+        (
+            ["/srv/venv/lib/python3.11/site-packages/armada/__main__.py", "check_workers"],
+            "check_workers",
+        ),
         (["/v/bin/armadactl", "get", "queues"], "armadactl"),
         (["-c"], "python"),
         ([], "python"),
