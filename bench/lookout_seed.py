@@ -44,10 +44,9 @@ CLUSTERS = [f"cluster-{i}" for i in range(10)]
 
 
 def ulid_at(moment: datetime, rnd: random.Random) -> str:
-    from armada.services.ids import _encode
+    from armada.services.ids import id_at
 
-    millis = int(moment.timestamp() * 1000)
-    return _encode((millis << 80) | rnd.getrandbits(80))
+    return id_at(int(moment.timestamp() * 1000), rnd.getrandbits(80))
 
 
 # --- seeding -----------------------------------------------------------------------------

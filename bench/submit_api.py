@@ -5,7 +5,8 @@
 2. Starts the web server (``uvicorn armada.asgi:application --workers N``) on it.
 3. Batch submit: ``--jobs`` jobs in files of ``--per-file`` jobs (5,000 is the per-request
    maximum), sent by ``--clients`` concurrent clients (threads, one HTTP session each).
-   Every job gets its row and two events (submitted, queued), as in production.
+   Every job gets its row and two events (submitted, queued), as in production. The web
+   processes' CPU time during it is printed too (read from /proc: Linux only).
 4. The physical limit, in the same run and the same tables: the same number of job rows
    written by one ``COPY`` (``services.bulk.insert_rows``), and job rows plus their two
    events each.
@@ -14,7 +15,8 @@
 
 Usage:
   ARMADA_DEV=1 DATABASE_URL=postgres://postgres@127.0.0.1:5432/armada_hf_bench \\
-    .venv/bin/python bench/submit_api.py [--jobs 100000] [--per-file 5000] [--clients 4]
+    .venv/bin/python bench/submit_api.py [--jobs 100000] [--per-file 5000] [--clients 4] \\
+    [--singles 0]
 """
 
 from __future__ import annotations
@@ -83,6 +85,24 @@ def start_server(
         time.sleep(0.3)
     proc.kill()
     raise RuntimeError("the web server did not start")
+
+
+def server_cpu(pid: int) -> float:
+    """CPU seconds (user and system) used so far by process ``pid`` and its children (the
+    web server and its workers): steadier than wall time on a shared machine."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:  # the process has gone
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if int(entry.name) == pid or int(fields[1]) == pid:  # fields[1]: the parent's pid
+            total += (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
+    return total
 
 
 def job_item(i: int) -> dict:
@@ -213,7 +233,9 @@ def main() -> None:
     parser.add_argument("--per-file", type=int, default=5000)
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--singles", type=int, default=1000)
+    parser.add_argument(
+        "--singles", type=int, default=1000, help="single-job requests to send (0: none)"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the test database")
     args = parser.parse_args()
 
@@ -265,14 +287,17 @@ def main() -> None:
                     "jobs": [job_item(start + i) for i in range(size)],
                 }
             )
+        cpu_before = server_cpu(server.pid)
         elapsed, accepted = run_clients(base, token, files, args.clients)
+        web_cpu = server_cpu(server.pid) - cpu_before
         stored = Job.objects.filter(job_set__startswith="batch-").count()
         assert stored == accepted == args.jobs, (stored, accepted)
         api_rate = accepted / elapsed
         print(
             f"batch submit through the API: {accepted} jobs in {elapsed:.2f} s = "
             f"{api_rate:,.0f} jobs/s ({len(files)} files of {args.per_file}, "
-            f"{args.clients} clients, {args.workers} workers)"
+            f"{args.clients} clients, {args.workers} workers); the web processes' CPU: "
+            f"{web_cpu:.1f} s = {1e6 * web_cpu / accepted:.0f} µs a job"
         )
         raw_jobs = raw_copy(args.jobs, with_events=False)
         raw_all = raw_copy(args.jobs, with_events=True)
@@ -285,14 +310,17 @@ def main() -> None:
             f"{args.jobs / raw_all:,.0f} jobs/s; API = "
             f"{100 * api_rate / (args.jobs / raw_all):.0f}% of it"
         )
-        single = [
-            {"queue": "bench", "jobSetId": "single", "jobs": [job_item(i)]}
-            for i in range(args.singles)
-        ]
-        elapsed, accepted = run_clients(base, token, single, 1)
-        print(f"single-job submits, 1 client: {accepted / elapsed:,.0f} requests/s")
-        elapsed, accepted = run_clients(base, token, single, args.clients)
-        print(f"single-job submits, {args.clients} clients: {accepted / elapsed:,.0f} requests/s")
+        if args.singles:
+            single = [
+                {"queue": "bench", "jobSetId": "single", "jobs": [job_item(i)]}
+                for i in range(args.singles)
+            ]
+            elapsed, accepted = run_clients(base, token, single, 1)
+            print(f"single-job submits, 1 client: {accepted / elapsed:,.0f} requests/s")
+            elapsed, accepted = run_clients(base, token, single, args.clients)
+            print(
+                f"single-job submits, {args.clients} clients: {accepted / elapsed:,.0f} requests/s"
+            )
     finally:
         if server is not None:
             server.terminate()

@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from armada.cli.jobfile import JobFileError, _Loader, json_problem
+from armada.cli.jobfile import JobFileError, json_problem, load_yaml
 from armada.cli.policyfile import SERVER_FIELDS as POLICY_SERVER_FIELDS
 from armada.cli.policyfile import check_policy_document
 
@@ -59,7 +59,7 @@ def _documents(path: str) -> list[Any]:
             raise JobFileError(f"{where} is not valid JSON: {exc}") from None
         return data if isinstance(data, list) else [data]
     try:
-        return [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
+        return load_yaml(text, many=True)
     except yaml.YAMLError as exc:
         raise JobFileError(f"{where} is not valid YAML: {exc}") from None
 

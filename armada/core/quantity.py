@@ -8,6 +8,7 @@ which keeps the arithmetic of the scheduler uniform and exact.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from decimal import ROUND_CEILING, Decimal, InvalidOperation, Overflow
@@ -52,6 +53,19 @@ def _shown(value: object) -> str:
 
 def parse_quantity(value: str | int | float) -> int:
     """Milli-units in ``value``. Raises ValueError naming the problem on bad input."""
+    if type(value) is str and len(value) <= 32:
+        # A job file repeats a few quantities thousands of times ("100m", "64Mi"): each
+        # short text is converted once (a failure is not kept, and raises again).
+        return _parse_text(value)
+    return _parse(value)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_text(value: str) -> int:
+    return _parse(value)
+
+
+def _parse(value: str | int | float) -> int:
     if isinstance(value, bool):
         raise ValueError("expected a quantity such as '1', '500m' or '4Gi'")
     if isinstance(value, int):

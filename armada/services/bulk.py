@@ -9,6 +9,7 @@ prepared statement, psycopg pipelines it), converting values exactly as the ORM 
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -110,20 +111,26 @@ def upsert_rows(
 
 
 def _copy_into(table: str, fields: Sequence[Field], rows: Sequence[Mapping[str, Any]]) -> None:
-    """COPY ``rows`` into ``table``'s columns for ``fields``, in COPY's text format. Every
-    row names the same fields (those of the first row); the text of the others, their
-    defaults, is made once."""
+    """COPY ``rows`` into ``table``'s columns for ``fields`` with psycopg's ``write_row``: the
+    driver writes and escapes every value by its type. Every row names the same fields
+    (those of the first row); the others take their defaults, converted once."""
     quote = connection.ops.quote_name
-    columns = ", ".join(quote(f.column) for f in fields)
-    given = set(rows[0])
-    cells: list[str | None] = []  # the fixed text of a column, or None where rows give it
-    plan = []
-    for f in fields:
-        if f.attname in given:
-            cells.append(None)
-            plan.append((len(cells) - 1, f.attname, _copy_text(f)))
-        else:
-            cells.append(_copy_text(f)(f.get_default()))
+    by_name = {f.attname: f for f in fields}
+    given = [by_name[name] for name in rows[0] if name in by_name]
+    if len(given) != len(rows[0]):
+        unknown = sorted(set(rows[0]) - set(by_name))
+        raise ValueError(f"rows for {table} name unknown fields: {', '.join(unknown)}")
+    left_out = [f for f in fields if f.attname not in rows[0]]
+    defaults = [_copy_value(f)(f.get_default()) for f in left_out]
+    # Only values that are not already what the driver should write are converted (a JSON
+    # field's value becomes its JSON text); the rest pass through as they are.
+    conversions = [
+        (i, convert) for i, f in enumerate(given) if (convert := _copy_conversion(f)) is not None
+    ]
+    names = [f.attname for f in given]
+    width = len(names)
+    pick = operator.itemgetter(*names)  # of one name: the value itself, not a tuple
+    columns = ", ".join(quote(f.column) for f in given + left_out)
     sql = f"COPY {quote(table)} ({columns}) FROM STDIN"
     # psycopg's own COPY raises psycopg's errors: wrapped, they are Django's like every other
     # query's (a lost connection must look the same to ``services.dbfaults`` wherever it broke).
@@ -132,48 +139,37 @@ def _copy_into(table: str, fields: Sequence[Field], rows: Sequence[Mapping[str, 
         connection.cursor() as cursor,
         cursor.cursor.copy(sql) as copy,
     ):
-        lines = []
         for row in rows:
-            if len(row) != len(given):
+            if len(row) != width:
                 raise ValueError(f"rows for {table} must all give the same fields")
-            for i, name, text in plan:
-                cells[i] = text(row[name])
-            lines.append("\t".join(cells))
-            if len(lines) >= 5000:
-                copy.write("\n".join(lines) + "\n")
-                lines = []
-        if lines:
-            copy.write("\n".join(lines) + "\n")
+            values = list(pick(row)) if width > 1 else [row[names[0]]]
+            for i, convert in conversions:
+                values[i] = convert(values[i])
+            copy.write_row(values + defaults if defaults else values)
 
 
-# COPY's text format: a backslash, tab, newline or carriage return inside a value is escaped.
-_COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
-_NULL = "\\N"
-
-
-def _copy_text(field: Field) -> Callable[[Any], str]:
-    """How one field's value is written in COPY's text format. Chosen per field, not per
-    value: Django's ``get_db_prep_save`` costs microseconds a call, too much at tens of
-    thousands of rows a cycle."""
+def _copy_conversion(field: Field) -> Callable[[Any], Any] | None:
+    """How one field's value is turned into what COPY is given, or None where the value is
+    given as it is (text, numbers, booleans, timestamps: the driver writes them). Chosen per
+    field, not per value: Django's ``get_db_prep_save`` costs microseconds a call, too much
+    at tens of thousands of rows a cycle."""
     if isinstance(field, ForeignKey):
-        return _copy_text(field.target_field)
+        return _copy_conversion(field.target_field)
     if isinstance(field, JSONField):
-        encoder = field.encoder
-        return lambda v: _NULL if v is None else json.dumps(v, cls=encoder).translate(_COPY_ESCAPES)
-    if isinstance(field, CharField | TextField):
-        return lambda v: _NULL if v is None else str(v).translate(_COPY_ESCAPES)
-    if isinstance(field, BooleanField):
-        return lambda v: _NULL if v is None else ("t" if v else "f")
-    if isinstance(field, IntegerField | FloatField):
-        return lambda v: _NULL if v is None else repr(v)
-    if isinstance(field, DateTimeField):
-        return lambda v: _NULL if v is None else v.isoformat()
+        # The column's input is JSON text, written with the field's own encoder (one
+        # instance for every value: ``json.dumps`` would make one a call).
+        encode = (field.encoder or json.JSONEncoder)().encode
+        return lambda v: None if v is None else encode(v)
+    if isinstance(
+        field, CharField | TextField | BooleanField | IntegerField | FloatField | DateTimeField
+    ):
+        return None
+    return lambda v: field.get_db_prep_save(v, connection)
 
-    def prepared(v: Any) -> str:
-        value = field.get_db_prep_save(v, connection)
-        return _NULL if value is None else str(value).translate(_COPY_ESCAPES)
 
-    return prepared
+def _copy_value(field: Field) -> Callable[[Any], Any]:
+    """``_copy_conversion`` of ``field``, doing nothing where it has none."""
+    return _copy_conversion(field) or (lambda v: v)
 
 
 def values_table(name: str, rows: Sequence[Sequence[str]]) -> tuple[str, list]:

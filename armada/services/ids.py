@@ -1,39 +1,46 @@
 """Identifiers: lower-case ULIDs, sortable by creation time, valid in pod names.
 
 Ids made by one process are strictly increasing, even within one millisecond (the random part
-is incremented, as the ULID specification's monotonic mode does), so that jobs of one batch
-keep their order. Encoding goes through the C base32 codec: a job or run id costs about two
-microseconds, which matters when a cycle leases tens of thousands of runs."""
+is incremented, as the ULID specification's monotonic mode does) and even when the system
+clock steps back (the last millisecond used is kept until the clock passes it again), so that
+jobs of one batch keep their order and a run made later sorts after its job's earlier runs.
+The ULIDs themselves are ``python-ulid``'s."""
 
 from __future__ import annotations
 
-import base64
-import os
 import threading
 import time
 
-_RFC4648 = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
-_CROCKFORD = b"0123456789abcdefghjkmnpqrstvwxyz"
-_TO_CROCKFORD = bytes.maketrans(_RFC4648, _CROCKFORD)
-_RANDOM_BITS = 80
+from ulid import ULID, LaxMonotonicPolicy, ULIDGenerator
+
 _lock = threading.Lock()
-_last = 0  # the last id's 128-bit value
+_last_millis = 0
 
 
-def _encode(value: int) -> str:
-    # 128 bits are 26 base-32 digits once two zero bits are put in front; shifted left by 6
-    # bits they fill 17 bytes whose first 26 base-32 digits are exactly those.
-    digits = base64.b32encode((value << 6).to_bytes(17, "big"))[:26]
-    return digits.translate(_TO_CROCKFORD).decode("ascii")
+def _millis() -> int:
+    """Milliseconds since the epoch, never less than the last ones given (called under
+    ``_lock``)."""
+    global _last_millis
+    _last_millis = max(_last_millis, time.time_ns() // 1_000_000)
+    return _last_millis
+
+
+# Within one millisecond the random part grows by one per id. Should it ever reach its
+# maximum (one chance in about 10^20 per millisecond), fresh randomness is drawn rather
+# than failing the caller.
+_generator = ULIDGenerator(clock=_millis, policy=LaxMonotonicPolicy())
 
 
 def new_id() -> str:
-    global _last
-    millis = time.time_ns() // 1_000_000
-    random = int.from_bytes(os.urandom(10), "big")
-    value = (millis << _RANDOM_BITS) | random
+    """A new id, greater than every id made before it by this process."""
+    # One lock around the clock and the generator: the generator reads its clock before
+    # taking its own lock, so two threads could otherwise hand it their times out of order.
     with _lock:
-        if value <= _last:
-            value = _last + 1
-        _last = value
-    return _encode(value)
+        made = _generator.generate()
+    return str(made).lower()
+
+
+def id_at(millis: int, random: int) -> str:
+    """The id of the time ``millis`` (milliseconds since the epoch) and the 80-bit random
+    part ``random``, for data made up for a given moment (benchmarks, seeds)."""
+    return str(ULID.from_int((millis << 80) | random)).lower()
