@@ -65,6 +65,10 @@ DB_COUNTERS: dict[str, tuple[str, tuple[str, ...]]] = {
         "Failures of gang jobs (2 or more members) that a retry policy would otherwise have decided",
         ("policy",),
     ),
+    "armada_executor_kept_pods_deleted_total": (
+        "Failed pods of a Retain category deleted by their executor once keptPodRetention had passed",
+        ("cluster",),
+    ),
 }
 # What failed runs and retried attempts cost (``services.retry_cost``, docs/retry-cost.md):
 # counters kept like those above, each in a whole unit finer than the one it is served in

@@ -169,10 +169,12 @@ RUN_TIMES = (
 )
 
 
-def runs_part(runs: list[Run]) -> dict[str, Any]:
+def runs_part(runs: list[Run], now: datetime | None = None) -> dict[str, Any]:
     """The Runs tab: each run with its decision trail (as ``run.trail``) and its times as
     ``run.times``, ``(label, ISO time, shown time)`` for those it has, written here once (a
-    date filter per time in the template cost most of a many-run job's page)."""
+    date filter per time in the template cost most of a many-run job's page). A run whose
+    failed pod its executor kept has ``run.pod_kept``: (still kept at ``now``, ISO time,
+    shown time) of ``pod_kept_until``."""
     for run in runs:
         run.trail = decision_trail(run)
         run.times = [
@@ -180,6 +182,8 @@ def runs_part(runs: list[Run]) -> dict[str, Any]:
             for label, name in RUN_TIMES
             if getattr(run, name) is not None
         ]
+        until = run.pod_kept_until
+        run.pod_kept = (now is None or until > now, *time_texts(until)) if until else None
     return {}
 
 
@@ -266,7 +270,7 @@ def job_context(
         # What its retried attempts cost, from the runs already read (services.retry_cost).
         context["retry_cost"] = job_retry_cost(job=job, now=now, runs=runs).sentence()
     if "runs" in parts:
-        context.update(runs_part(runs))
+        context.update(runs_part(runs, now))
     if "yaml" in parts:
         context.update(yaml_part(job))
     if "events" in parts:

@@ -24,6 +24,7 @@ from datetime import datetime, tzinfo
 from typing import Any, TextIO
 
 from armada.cli.client import CAUGHT_UP
+from armada.core.duration import format_duration
 
 # Event type -> the job state it implies. Types not listed (reprioritized, cancelling, ...)
 # leave the state as it was.
@@ -150,11 +151,72 @@ def event_field(event: Mapping[str, Any], name: str, old_name: str) -> Any:
     return event.get(old_name) if value is None else value
 
 
+MESSAGE_WIDTH = 100  # a termination message or hint longer than this is cut, with "…"
+
+
+def shorten(text: Any, width: int = MESSAGE_WIDTH) -> str:
+    """``text`` on one line of at most ``width`` characters. Of a message on several lines
+    only the last non-blank one is kept (where a traceback or a tool says what went wrong),
+    marked with a leading "…"; a line that is still too long is cut, with a trailing "…"."""
+    lines = [" ".join(line.split()) for line in str(text or "").splitlines()]
+    lines = [line for line in lines if line]
+    if not lines:
+        return ""
+    short = lines[-1] if len(lines) == 1 else "…" + lines[-1]
+    return short if len(short) <= width else short[: width - 1].rstrip() + "…"
+
+
+def _number(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def decision_text(event: Mapping[str, Any]) -> str:
+    """What the scheduler decided about a failure, for people: ``retry 2 of 3 (rule 4)``,
+    ``not retried: rule 1 (Fail on user-error)``, ``not retried: retry limit 3 reached``,
+    ``not retried: failFast``, ... Rules are numbered from 1, as in ``armadactl get job`` and
+    Lookout. Empty for a ``failed`` event that no decision wrote (a preemption, a returned
+    lease past the limit, an old server). An event without the budget keys (written before
+    they were added) is described by its ``decisionReason``."""
+    label = event.get("decision")
+    if not label:
+        return ""
+    label = str(label)
+    reason = shorten(event.get("decisionReason"), 80)
+    used, limit = _number(event.get("retriesUsed")), _number(event.get("retryLimit"))
+    rule = _number(event.get("rule"))
+    category = event_field(event, "failureCategory", "failure_category") or "?"
+    if label == "retry":
+        if used is None or limit is None:
+            return reason or "retry"
+        text = f"retry {used + 1} of {limit} ({f'rule {rule}' if rule else 'defaultAction'})"
+        delay = event.get("retryDelaySeconds")
+        if isinstance(delay, int | float) and not isinstance(delay, bool) and delay > 0:
+            text += f", after a retry delay of {format_duration(delay)}"
+        return text
+    if event.get("failFast") is True and label == "not_retried":
+        why = "failFast"
+    elif label == "fail_rule" and rule:
+        why = f"rule {rule} (Fail on {category})"
+    elif label == "fail_default":
+        why = "no rule matched (defaultAction Fail)"
+    elif label == "fail_policy_limit" and limit is not None:
+        why = f"retry limit {limit} reached"
+    elif label == "fail_global_limit" and _number(event.get("globalCap")) is not None:
+        why = f"global retry limit {event['globalCap']} reached"
+    elif label == "gang_skipped":
+        why = "gang job (retry policies do not apply to gangs)"
+    else:
+        why = reason.removeprefix("Retry policy: ") or label
+    return f"not retried: {why}"
+
+
 def format_event(event: Mapping[str, Any], tz: tzinfo | None = None) -> str:
     """One line for an event: time, type, job id, and the details that matter for its type.
 
     ``failed``: exit code, reason, failure category (with the subcategory after a slash
-    when there is one) and retryable; ``leased``: the node.
+    when there is one), retryable, then in brackets what was decided (:func:`decision_text`),
+    then the category's hint and the termination message, each shortened
+    (:func:`shorten`) and left out when empty; ``leased``: the node.
     """
     kind = str(event.get("type") or "?")
     parts = [
@@ -173,6 +235,11 @@ def format_event(event: Mapping[str, Any], tz: tzinfo | None = None) -> str:
             f"category={_word(category or None)}",
             f"retryable={'true' if is_retryable(event) else 'false'}",
         ]
+        if decided := decision_text(event):
+            parts.append(f"[{decided}]")
+        for key in ("hint", "message"):
+            if text := shorten(event.get(key)):
+                parts.append(f"{key}={_word(text)}")
     elif kind == "leased":
         parts.append(f"node={_word(event_field(event, 'nodeName', 'node'))}")
     return "  ".join(parts).rstrip()

@@ -132,6 +132,9 @@ class Executor(Strict):
     # How long a failed pod may take to go after deletion was asked for; longer, and the run
     # is reported internal / stuck-terminating.
     pod_deletion_timeout: Duration = Field(30.0, alias="podDeletionTimeout", gt=0)
+    # How long a failed pod of a Retain category is kept after it ended; then the executor
+    # deletes it (and counts it in armada_executor_kept_pods_deleted_total).
+    kept_pod_retention: Duration = Field(86400.0, alias="keptPodRetention", gt=0)
     # The local backend's pods (processes, logs, results); empty means var/executors/<id>.
     state_dir: str = Field("", alias="stateDir")
     tracked_node_labels: list[str] = Field(default_factory=list, alias="trackedNodeLabels")

@@ -14,8 +14,10 @@ class RunReport:
 
     ``LEASE_RETURNED`` means the run never started (for example its pod name was taken) and
     the job may be leased again. ``log`` is the tail of the pod's log, when the executor
-    sends one. Reports are idempotent: applying a report that does not move the run forward
-    (it is already there, or already ended) changes nothing.
+    sends one. ``pod_kept_until`` is set on a failure whose pod the executor keeps (its
+    category's action is Retain): when it will delete it (``keptPodRetention``). Reports are
+    idempotent: applying a report that does not move the run forward (it is already there,
+    or already ended) changes nothing.
     """
 
     run_id: str
@@ -29,3 +31,4 @@ class RunReport:
     failure_subcategory: str = ""
     hint: str = ""
     log: str | None = None
+    pod_kept_until: datetime | None = None

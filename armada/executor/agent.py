@@ -15,8 +15,11 @@ A tick, in order:
    the pod is deleted and the failure is reported only once the pod is gone, so that the
    name is free before a retry can be leased; a pod still there ``podDeletionTimeout`` after
    the deletion was asked for is reported as internal / stuck-terminating instead. With
-   Retain the failed pod is kept as evidence. Succeeded pods are deleted;
-5. apply all reports in one transaction, with the pods' logs.
+   Retain the failed pod is kept as evidence, and the report says until when
+   (``keptPodRetention`` after the pod ended). Succeeded pods are deleted;
+5. apply all reports in one transaction, with the pods' logs;
+6. delete the kept pods whose retention has passed (``executor.kept_pods``) and record
+   them, with the kept pods deleted sooner to free a name (``services.kept_pods``).
 A run to be preempted or cancelled has its pod stopped (SIGTERM, then SIGKILL after the pod's
 ``terminationGracePeriodSeconds``) and is reported so once the pod is gone.
 A run that is pending or running in the database but whose pod is gone (it vanished, or
@@ -52,12 +55,14 @@ from armada.executor.backends.base import (
     PodRequest,
     PodStatus,
 )
+from armada.executor.kept_pods import expired_kept_pods, kept_until
 from armada.services.executors import (
     ActiveRun,
     executor_heartbeat,
     executor_register,
     runs_active_for_executor,
 )
+from armada.services.kept_pods import kept_pods_deleted
 from armada.services.runs import runs_apply_reports
 
 log = logging.getLogger(__name__)
@@ -105,7 +110,12 @@ def progress_reports(run: ActiveRun, status: PodStatus) -> list[RunReport]:
 
 
 def failure_report(
-    run_id: str, status: PodStatus, category: Categorization, at: datetime, log_text: str | None
+    run_id: str,
+    status: PodStatus,
+    category: Categorization,
+    at: datetime,
+    log_text: str | None,
+    pod_kept_until: datetime | None = None,
 ) -> RunReport:
     return RunReport(
         run_id,
@@ -119,6 +129,7 @@ def failure_report(
         failure_subcategory=category.subcategory,
         hint=category.hint,
         log=log_text,
+        pod_kept_until=pod_kept_until,
     )
 
 
@@ -155,6 +166,7 @@ class ExecutorAgent:
         self.categorizer = Categorizer(config.error_categories)
         self.registered = False
         self._deleting: dict[str, _Deleting] = {}
+        self._freed: list[str] = []  # kept pods deleted in this tick to free their names
 
     def tick(self, now: datetime) -> TickReport:
         result = TickReport()
@@ -192,7 +204,27 @@ class ExecutorAgent:
         for name in to_delete:
             self.backend.delete_pod(name, now)
         self._stop_orphans(runs, pods, now)
+        self._delete_expired_kept(runs, pods, now)
         return result
+
+    def _delete_expired_kept(
+        self, runs: list[ActiveRun], pods: dict[str, PodStatus], now: datetime
+    ) -> None:
+        """Delete the kept pods whose retention has passed, and record them with those
+        deleted sooner in this tick to free a name (one transaction, only when any)."""
+        expired = expired_kept_pods(
+            pods.values(), {r.id for r in runs}, self.config.kept_pod_retention, now
+        )
+        for name in expired:
+            self.backend.delete_pod(name, now, 0.0)
+        freed, self._freed = self._freed, []
+        if expired or freed:
+            kept_pods_deleted(
+                executor_id=self.config.id,
+                pod_names={*expired, *freed},
+                expired=len(expired),
+                now=now,
+            )
 
     def _stop(self, run: ActiveRun, status: PodStatus | None, now: datetime) -> list[RunReport]:
         """A run to be preempted or cancelled: stop its pod with the pod's grace period, and
@@ -232,7 +264,12 @@ class ExecutorAgent:
         through the categorizer like every failure (an ``onPodError`` rule can match it).
         There is no pod, so nothing is deleted whatever the category's action."""
         category = self.categorizer.categorize(FailureSignals(pod_error=refusal.message))
-        log.info("pod %s refused by the cluster: %s", run.pod_name, refusal.message)
+        log.info(
+            "pod %s refused by the cluster: %s",
+            run.pod_name,
+            refusal.message,
+            extra={"job_id": run.job_id, "run_id": run.id, "executor": self.config.id},
+        )
         return RunReport(
             run.id,
             RunState.FAILED,
@@ -246,8 +283,14 @@ class ExecutorAgent:
 
     def _collision(self, run: ActiveRun, existing: PodStatus | None, now: datetime) -> RunReport:
         """The pod name is taken: return the lease and have the old pod deleted."""
-        log.warning("pod %s already exists; returning the lease of run %s", run.pod_name, run.id)
+        log.warning(
+            "pod %s already exists; returning the lease of run %s",
+            run.pod_name,
+            run.id,
+            extra={"job_id": run.job_id, "run_id": run.id, "executor": self.config.id},
+        )
         self.backend.delete_pod(run.pod_name, now, _grace(run.pod_spec))
+        self._freed.append(run.pod_name)
         return RunReport(
             run.id,
             RunState.LEASE_RETURNED,
@@ -297,7 +340,8 @@ class ExecutorAgent:
             self._deleting[run.id] = _Deleting(status, category, now, log_text)
             fresh_deletions.append(run)
             return out
-        out.append(failure_report(run.id, status, category, status.finished_at, log_text))
+        kept = kept_until(status, self.config.kept_pod_retention)
+        out.append(failure_report(run.id, status, category, status.finished_at, log_text, kept))
         return out
 
     def _follow_deletion(
@@ -335,7 +379,8 @@ class ExecutorAgent:
         self, runs: list[ActiveRun], pods: dict[str, PodStatus], now: datetime
     ) -> None:
         """Pods whose runs are no longer active here: stop those still running. Finished
-        failed pods are kept (Retain); succeeded ones were deleted when reported."""
+        failed pods are kept (Retain) until ``_delete_expired_kept`` deletes them; succeeded ones
+        were deleted when reported."""
         active = {r.id for r in runs}
         for status in pods.values():
             if status.run_id in active or status.deleting:

@@ -154,6 +154,11 @@ class Run(models.Model):
     stop_requested_at = models.DateTimeField(null=True, blank=True)
     stop_kind = models.CharField(max_length=16, blank=True)  # "preempt" or "cancel"
     stop_reason = models.CharField(max_length=255, blank=True)
+    # A failed run whose pod the executor keeps (its category's action is Retain): until
+    # when (the pod's end plus the executor's keptPodRetention). Set to the deletion time
+    # when the executor deletes the pod sooner (a retry's pod needed the name); null when
+    # the pod was never kept.
+    pod_kept_until = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["leased_at", "id"]

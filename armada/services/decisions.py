@@ -142,6 +142,7 @@ def failures_decide(*, now: datetime) -> int:
                     job.id,
                     job.gang_cardinality,
                     decision.policy,
+                    extra={"queue": job.queue_id, "job_id": job.id, "run_id": run.id},
                 )
                 if decision.policy:
                     gang_skips.append({"policy": decision.policy})
@@ -220,4 +221,22 @@ def _record(
         exitCodes=run.exit_codes,
         decision=trail["decision"],
         decisionReason=reason,
+        failFast=bool(job.fail_fast),
+        **event_trail(trail),
     )
+
+
+# The trail's keys that the ``failed`` event carries too (docs/armada-api-events.md), so that
+# a watcher can say "retry 2 of 3" or why not without reading the run.
+EVENT_TRAIL_KEYS = ("policy", "retriesUsed", "retryLimit", "globalCap", "retryDelaySeconds")
+
+
+def event_trail(trail: dict) -> dict:
+    """What of ``trail`` the ``failed`` event carries: the policy, the matched ``rule``
+    numbered from 1 (null when none matched), the budget and the retry delay. Keys the trail
+    does not hold are left out (a failure decided before any policy was read)."""
+    out = {key: trail[key] for key in EVENT_TRAIL_KEYS if key in trail}
+    if "ruleIndex" in trail:
+        index = trail["ruleIndex"]
+        out["rule"] = index + 1 if isinstance(index, int) else None
+    return out

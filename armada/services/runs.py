@@ -48,6 +48,7 @@ RUN_FIELDS = [
     "decision",
     "exit_codes",
     "decided_at",
+    "pod_kept_until",
 ]
 JOB_FIELDS = [
     "state",
@@ -241,6 +242,7 @@ def _finish(run: Run, report: RunReport) -> None:
     run.failure_subcategory = report.failure_subcategory
     run.hint = report.hint
     run.exit_codes = report.exit_codes
+    run.pod_kept_until = report.pod_kept_until
 
 
 def record_failure(*, run: Run, changes: Changes) -> None:

@@ -405,7 +405,8 @@ def test_dry_run_of_a_missing_file(capsys: pytest.CaptureFixture[str], tmp_path:
                 failureSubcategory="oom",
                 nodeName="node-7",
             ),
-            "10:00:10  failed          j1  exitCode=137  reason=OOMKilled  category=resources/oom  retryable=false",
+            "10:00:10  failed          j1  exitCode=137  reason=OOMKilled  category=resources/oom  retryable=false"
+            '  message="container main was killed"',  # the termination message, last
         ),
         (
             event(
@@ -816,7 +817,7 @@ def test_watch_resumes_after_a_drop_without_loss_or_duplicates(
     lines = out.splitlines()
     assert (
         "10:00:05  failed          b  exitCode=2  reason=Error  category=user  retryable=false"
-        in lines
+        "  message=boom" in lines
     )
     assert "10:00:02  leased          a  node=n1" in lines
     assert lines[-1] == "[2 jobs] succeeded: 1, failed: 1"

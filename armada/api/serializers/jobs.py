@@ -87,6 +87,13 @@ class RunSerializer(serializers.ModelSerializer):
         help_text="what this attempt's pod asked for (a memory bump shows here)"
     )
     decision = serializers.SerializerMethodField()
+    podKeptUntil = serializers.DateTimeField(
+        source="pod_kept_until",
+        allow_null=True,
+        help_text="a failed run whose pod its executor keeps (a Retain category): until when "
+        "(keptPodRetention after the pod ended); a time already past once the pod is deleted; "
+        "null when the pod was not kept",
+    )
 
     class Meta:
         model = Run
@@ -110,6 +117,7 @@ class RunSerializer(serializers.ModelSerializer):
             "hint",
             "retryable",
             "decision",
+            "podKeptUntil",
         ]
         read_only_fields = fields
 
