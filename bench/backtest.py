@@ -64,8 +64,9 @@ def child(db_name: str) -> None:
     from armada.core.policy import parse_policy
     from armada.core.retry import RetrySettings
     from armada.services.backtest import global_cap
-    from armada.services.backtest_rows import recorded_groups, snapshot, verdict_keys
+    from armada.services.backtest_rows import recorded_groups, verdict_keys
     from armada.services.retry_yield import retry_yield
+    from armada.services.side_reads import snapshot
 
     replayer = Replayer(
         policy=parse_policy(DRAFT),

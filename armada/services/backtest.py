@@ -36,16 +36,15 @@ from armada.core.retry import RetrySettings
 from armada.models import Queue, RetryPolicy, RetryPolicyVersion
 from armada.services.authz import can_on_queue, watchable_queues
 from armada.services.backtest_rows import (
-    Beside,
     describe_runs,
     recorded_groups,
     sample_failures,
-    snapshot,
     verdict_keys,
 )
 from armada.services.errors import NotFound, PermissionDenied
 from armada.services.failures import NEVER_RETRIED
 from armada.services.policies import policy_spec, policy_validate
+from armada.services.side_reads import snapshot
 
 MAX_RANGE = timedelta(days=90)
 NO_CAP = 2**31  # the cap when none is configured: only the draft's retryLimit bounds
@@ -97,7 +96,7 @@ def backtest(
     )
     report = Report(sample_size=sample_size)
     report.ensure_queues(list(queues))
-    with Beside(_yield, since=since, until=until, queues=read) as yield_rows, snapshot():
+    with snapshot():
         keys = verdict_keys(since=since, until=until)
         verdicts = {key: replayer.verdict_of(key).retry for key in keys}
         scope = {"since": since, "until": until, "queues": read, "job_sets": job_sets, "now": now}
@@ -107,7 +106,8 @@ def backtest(
             room = sample_size - len(report.flipped_sample) - len(report.unchanged_sample)
             for failure in sample_failures(**scope, verdicts=verdicts, flipped=flipped, limit=room):
                 report.add_sample(replayer.replay(failure))
-    report.rates, report.default_rate = success_rates(yield_rows.result)
+        yield_rows = _yield(since=since, until=until, queues=read)  # the same snapshot
+    report.rates, report.default_rate = success_rates(yield_rows)
     body = report.document()
     described = describe_runs([row["runId"] for row in body["sample"]])
     for row in body["sample"]:
@@ -123,7 +123,7 @@ def backtest(
         },
         "range": {"since": since.isoformat(), "until": until.isoformat()},
         **body,
-        "yield": yield_rows.result,
+        "yield": yield_rows,
         "estimateNote": ESTIMATE_NOTE,
     }
 

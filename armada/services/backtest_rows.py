@@ -1,6 +1,5 @@
 """The backtest's reads: the recorded failures of a range, grouped by the database, a sample
-of them one by one, the few runs the sample describes, and a read run beside another
-(``Beside``).
+of them one by one, and the few runs the sample describes.
 
 The replay reads a handful of fields per failure (``core.backtest.VerdictKey`` and what the
 costs need), so the database does the counting: first the distinct keys of the range are
@@ -10,62 +9,23 @@ draft would not retry (whether each failure is *reached*, and what the job's lat
 cost after it) and sums the failures into groups. Hash joins and hash aggregates do it:
 nothing is sorted by job, and a million failures come back as a few thousand rows.
 
-On PostgreSQL the reads share one read-only, repeatable-read transaction (one snapshot)
-where they are the outermost transaction.
+On PostgreSQL the reads share one read-only, repeatable-read transaction (one snapshot:
+``services.side_reads``) where they are the outermost transaction, and the grouping runs as
+several queries at once, each over a share of the jobs, all in that snapshot.
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from django.db import connection, connections, transaction
+from django.db import connection
 
 from armada.core.backtest import RecordedFailure, RecordedGroup, VerdictKey
 from armada.models import Job, Run
 from armada.services.bulk import sql_in
-
-WORK_MEM = "256MB"  # PostgreSQL: for the hash joins and aggregates, per backtest
-
-
-class Beside:
-    """``function(**kwargs)`` run beside the block, in a thread with its own database
-    connection (closed after), when the caller is in no transaction: the block's query and
-    this one then run side by side. Inside a transaction (a test's, say) another connection
-    would not see the same rows, so it runs after the block instead. ``result`` holds what
-    it returned; an error it raised is raised when the block ends."""
-
-    def __init__(self, function: Callable[..., Any], **kwargs: Any) -> None:
-        self.function, self.kwargs = function, kwargs
-        self.result: Any = None
-        self._thread: threading.Thread | None = None
-        self._error: BaseException | None = None
-
-    def _run(self) -> None:
-        try:
-            self.result = self.function(**self.kwargs)
-        except BaseException as exc:  # handed to the caller's thread
-            self._error = exc
-        finally:
-            connections.close_all()
-
-    def __enter__(self) -> Beside:
-        if not connection.in_atomic_block:
-            self._thread = threading.Thread(target=self._run, name="backtest-yield", daemon=True)
-            self._thread.start()
-        return self
-
-    def __exit__(self, kind: Any, error: Any, traceback: Any) -> None:
-        if self._thread is None:
-            if kind is None:
-                self.result = self.function(**self.kwargs)
-            return
-        self._thread.join()
-        if kind is None and self._error is not None:
-            raise self._error
+from armada.services.side_reads import in_shares
 
 
 def _dialect() -> dict[str, str]:
@@ -79,6 +39,8 @@ def _dialect() -> dict[str, str]:
             "::double precision",
             "id": ' COLLATE "C"',  # ids sort bytewise: their creation order, and cheaper
             "positive": "GREATEST({x}, 0)",
+            "sep": "chr(31)",
+            "after_sep": "substr({x}, strpos({x}, chr(31)) + 1)",
         }
     return {
         "num": "COALESCE(json_extract({col}, '$.\"{key}\"'), 0)",
@@ -87,6 +49,8 @@ def _dialect() -> dict[str, str]:
         "seconds": "(julianday(COALESCE(r.finished_at, %s)) - julianday(r.leased_at)) * 86400.0",
         "id": "",
         "positive": "MAX({x}, 0)",
+        "sep": "char(31)",
+        "after_sep": "substr({x}, instr({x}, char(31)) + 1)",
     }
 
 
@@ -141,6 +105,7 @@ def _failures(
     now: datetime,
     verdicts: Mapping[VerdictKey, bool],
     every_run: bool = False,
+    share: tuple[int, int] = (0, 1),
 ) -> tuple[str, list[Any]]:
     """The failures in range of ``queues`` (None: all) and ``job_sets`` (empty: all), each
     narrowed to the scalars the replay reads (the :class:`VerdictKey`'s among them), with
@@ -149,8 +114,9 @@ def _failures(
 
     With ``every_run``, every run of those queues and job sets that ended since ``since``
     or is going on, with ``wanted`` true for the failures in range (a later run of a
-    failure in range is among them: it ended after that failure). Returns the SELECT (its
-    rows unordered) and its parameters."""
+    failure in range is among them: it ended after that failure). ``share`` (i, n): only
+    the jobs of the i-th of n shares, by a hash of their ids (PostgreSQL). Returns the
+    SELECT (its rows unordered) and its parameters."""
     d = _dialect()
     retried = [key_text(key) for key, retry in verdicts.items() if retry]
     key = _key_sql("gang_cardinality >= 2", "fail_fast")
@@ -170,6 +136,10 @@ def _failures(
     else:
         wanted, where = "TRUE", [IN_RANGE]
         params += [start, end]
+    index, count = share
+    if count > 1:
+        for column in ("r.job_id", "j.id"):  # on both sides, so that each hashes its jobs
+            where.append(f"mod(hashtext({column}) & 2147483647, {int(count)}) = {int(index)}")
     for column, names in (("j.queue", queues), ("j.job_set", list(job_sets) or None)):
         if names is not None:
             clause, values = sql_in(column, names or [""])
@@ -204,23 +174,6 @@ def _failures(
 
 
 KEY_COLUMNS = ("category", "subcategory", "used", "gang", "fail_fast", "lease_expired", "job_ended")
-
-
-@contextmanager
-def snapshot() -> Iterator[None]:
-    """One transaction for the backtest's reads: on PostgreSQL, where it is the outermost
-    one, read-only and repeatable-read (the keys, the groups and the sample see the same
-    rows), with memory for the hash joins and no JIT (compiling costs more than it saves)."""
-    outermost = not connection.in_atomic_block
-    with transaction.atomic():
-        if connection.vendor == "postgresql":
-            with connection.cursor() as setup:
-                if outermost:
-                    setup.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-                setup.execute(f"SET LOCAL work_mem = '{WORK_MEM}'")
-                setup.execute("SET LOCAL jit = off")
-                setup.execute("SET LOCAL parallel_tuple_cost = 0.001")
-        yield
 
 
 def verdict_keys(*, since: datetime, until: datetime) -> list[VerdictKey]:
@@ -265,70 +218,100 @@ def recorded_groups(
     """
     if not verdicts:
         return []
-    failures, params = _failures(
-        since=since,
-        until=until,
-        queues=queues,
-        job_sets=job_sets,
-        now=now,
-        verdicts=verdicts,
-        every_run=True,
-    )
+    scope = {"since": since, "until": until, "queues": queues, "job_sets": job_sets, "now": now}
+
+    def share_rows(index: int, count: int) -> list[tuple]:
+        return _grouped_rows(**scope, verdicts=verdicts, share=(index, count))
+
+    return _groups([row for rows in in_shares(share_rows) for row in rows])
+
+
+def _grouped_rows(*, verdicts: Mapping[VerdictKey, bool], **scope: Any) -> list[tuple]:
+    """The grouping query of :func:`recorded_groups` over one share of the jobs."""
+    failures, params = _failures(**scope, verdicts=verdicts, every_run=True)
     key_columns = ", ".join(KEY_COLUMNS)
-    # Per job, in run order: is this failure reached (no earlier failure in range is one
-    # the draft stops at), and what do the job's runs after it cost (the whole job's sums
-    # less the sums up to it: running sums, where a frame "after it" would be summed
-    # afresh for every row). One sort serves both windows.
+    d = _dialect()
+    sep = d["sep"]
+    # the over failure's group, without its id
+    later_of = f"CASE WHEN reached THEN NULL ELSE {d['after_sep'].format(x='over_key')} END"
+    over_key = f" || {sep} || ".join(
+        [
+            "id",
+            "queue",
+            "category",
+            "subcategory",
+            "CAST(used AS text)",
+            *(_flag(column) for column in KEY_COLUMNS[3:]),
+            "label",
+            "COALESCE(CAST(rule AS text), '')",
+        ]
+    )
+    # One pass per job in run order (one sort, one window): whether each run comes after
+    # the job's first failure the draft stops at (its "over" failure), and that failure's
+    # group, as a text that starts with its id (the least id of the stops so far is the
+    # first). A failure not after it is reached; a run after it is one the draft saves,
+    # summed into the over failure's group (``_groups``).
     sql = f"""
-SELECT queue, {key_columns}, label, rule, reached, extra_memory, extra_kind, COUNT(*),
-  SUM(seconds), SUM(own_cpu), SUM(own_gpu), SUM(later_runs), SUM(later_cpu), SUM(later_memory),
-  SUM(later_gpu)
+SELECT wanted, queue, {key_columns}, label, rule, extra_memory, extra_kind,
+  {later_of} AS over_key, COUNT(*), SUM(seconds),
+  SUM(own_cpu), SUM(own_gpu), SUM(cpu_s), SUM(memory_s), SUM(gpu_s)
 FROM (
-  SELECT queue, {key_columns}, label, rule, wanted, extra_memory, extra_kind, seconds,
-    own_cpu, own_gpu, SUM(stops) OVER upto = stops AS reached,
-    COUNT(*) OVER whole - COUNT(*) OVER upto AS later_runs,
-    COALESCE(SUM(cpu_s) OVER whole, 0) - COALESCE(SUM(cpu_s) OVER upto, 0) AS later_cpu,
-    COALESCE(SUM(memory_s) OVER whole, 0) - COALESCE(SUM(memory_s) OVER upto, 0)
-      AS later_memory,
-    COALESCE(SUM(gpu_s) OVER whole, 0) - COALESCE(SUM(gpu_s) OVER upto, 0) AS later_gpu
+  SELECT wanted, queue, {key_columns}, label, rule, extra_memory, extra_kind, seconds, own_cpu,
+    own_gpu, cpu_s, memory_s, gpu_s, SUM(stops) OVER upto = stops AS reached,
+    MIN(stop_key{d["id"]}) OVER upto AS over_key
   FROM (
     SELECT job_id, id, queue, {key_columns}, label, rule, wanted, seconds,
       CASE WHEN wanted AND NOT draft_retry THEN 1 ELSE 0 END AS stops,
+      CASE WHEN wanted AND NOT draft_retry THEN {over_key} END AS stop_key,
       CASE WHEN draft_retry AND label <> 'retry' THEN memory ELSE 0 END AS extra_memory,
       CASE WHEN draft_retry AND label <> 'retry' THEN memory_kind ELSE '' END AS extra_kind,
       cpu * seconds AS own_cpu, gpu * seconds AS own_gpu, cpu * raw_seconds AS cpu_s,
       memory * raw_seconds AS memory_s, gpu * raw_seconds AS gpu_s
     FROM ({failures}) narrowed_runs
   ) runs
-  WINDOW whole AS (PARTITION BY job_id),
-    upto AS (PARTITION BY job_id ORDER BY id ROWS UNBOUNDED PRECEDING)
+  WINDOW upto AS (PARTITION BY job_id ORDER BY id ROWS UNBOUNDED PRECEDING)
 ) windowed
-WHERE wanted
-GROUP BY queue, {key_columns}, label, rule, reached, extra_memory, extra_kind
+GROUP BY wanted, queue, {key_columns}, label, rule, extra_memory, extra_kind, {later_of}
 """
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        rows = cursor.fetchall()
-    return [
-        RecordedGroup(
-            queue=row[0],
-            key=VerdictKey(row[1], row[2], int(row[3]), *(bool(x) for x in row[4:8])),
-            recorded=row[8],
-            recorded_rule=None if row[9] is None else int(row[9]),
-            reached=bool(row[10]),
-            memory=float(row[11] or 0),
-            memory_kind=row[12] or "",
-            count=int(row[13]),
-            seconds=float(row[14] or 0),
-            cpu_seconds=float(row[15] or 0),
-            gpu_seconds=float(row[16] or 0),
-            later_runs=int(row[17]),
-            later_cpu=float(row[18]),
-            later_memory=float(row[19]),
-            later_gpu=float(row[20]),
-        )
-        for row in rows
-    ]
+        return cursor.fetchall()
+
+
+def _groups(rows: list[tuple]) -> list[RecordedGroup]:
+    """The rows of :func:`recorded_groups`' query as groups: a row of failures (``wanted``)
+    counts in its own group, reached when it has no over key; a row with an over key adds
+    its runs to the later runs of that failure's group (which is reached, and has no extra
+    memory: the draft does not retry it)."""
+    groups: dict[tuple, RecordedGroup] = {}
+    for row in rows:
+        wanted, queue, *key, label, rule, memory, kind, over = row[:14]
+        count, seconds, own_cpu, own_gpu, cpu, mem, gpu = row[14:]
+        if wanted:
+            verdict = VerdictKey(key[0], key[1], int(key[2]), *(bool(x) for x in key[3:]))
+            rule = None if rule is None else int(rule)
+            name = (queue, verdict, label, rule, over is None, float(memory or 0), kind or "")
+            group = groups.get(name)
+            if group is None:
+                group = groups[name] = RecordedGroup(
+                    queue, verdict, label, rule, over is None, 0, name[5], name[6]
+                )
+            group.count += int(count)
+            group.seconds += float(seconds or 0)
+            group.cpu_seconds += float(own_cpu or 0)
+            group.gpu_seconds += float(own_gpu or 0)
+        if over is not None:
+            o_queue, category, subcategory, used, *flags, o_label, o_rule = over.split("\x1f")
+            verdict = VerdictKey(category, subcategory, int(used), *(f == "1" for f in flags))
+            name = (o_queue, verdict, o_label, int(o_rule) if o_rule else None, True, 0.0, "")
+            group = groups.get(name)
+            if group is None:
+                group = groups[name] = RecordedGroup(*name[:5], 0)
+            group.later_runs += int(count)
+            group.later_cpu += float(cpu or 0)
+            group.later_memory += float(mem or 0)
+            group.later_gpu += float(gpu or 0)
+    return list(groups.values())
 
 
 def sample_failures(
