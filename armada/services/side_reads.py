@@ -29,9 +29,13 @@ _SNAPSHOT_ID = re.compile(r"^[0-9A-F]+-[0-9A-F]+(-[0-9]+)?$")
 
 # While shares run: they use the cores, so no parallel workers on top; and a share's filter
 # (a hash of the job id) is one the planner cannot estimate: it would take a share for a
-# handful of rows, and walk the job index for each, or sort where it should hash.
-SHARE_SETTINGS = {"max_parallel_workers_per_gather": "0", "enable_nestloop": "off"}
-SHARE_SETTINGS["enable_sort"] = "off"  # the sorts a query cannot do without still happen
+# handful of rows, and walk the job index for each, or sort where it should hash (the
+# sorts a query cannot do without still happen).
+SHARE_SETTINGS = {
+    "max_parallel_workers_per_gather": "0",
+    "enable_nestloop": "off",
+    "enable_sort": "off",
+}
 
 
 def _settings(cursor: Any) -> None:
