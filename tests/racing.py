@@ -1,4 +1,5 @@
-"""Racing work against the database in threads, for the PostgreSQL lock-order tests.
+"""Racing work against the database in threads, for the PostgreSQL lock-order tests, and
+the small world those tests race in (a retry policy, exit-code categories, fake jobs).
 
 ``Race`` runs named steps, each in its own thread and over and over, until a time is up or
 a step fails; each step ends by closing its thread's database connection (back to the
@@ -14,8 +15,54 @@ from collections.abc import Callable, Mapping
 
 from django.db import connection
 
+from tests.conftest import container
+
 #: Seconds a thread gets to finish its step once the race is stopped.
 JOIN_TIMEOUT = 120.0
+FAKE = "fake.armadaproject.io/"
+
+
+def flaky_policy(name: str) -> dict:
+    """A policy ``name``: user errors fail at once, flaky failures are retried, twice."""
+    return {
+        "apiVersion": "armadaproject.io/v1beta1",
+        "kind": "RetryPolicy",
+        "name": name,
+        "retryLimit": 2,
+        "defaultAction": "Fail",
+        "rules": [
+            {"action": "Fail", "onCategory": "user-error"},
+            {"action": "Retry", "onCategory": "flaky"},
+        ],
+    }
+
+
+def exit_code_categories(action: str) -> dict:
+    """Exit code 3 is ``flaky``, 1 is ``user-error``; both with the pod ``action``."""
+    return {
+        "enabled": True,
+        "categories": [
+            {
+                "name": name,
+                "action": action,
+                "rules": [{"onExitCodes": {"operator": "In", "values": [code]}}],
+            }
+            for name, code in (("flaky", 3), ("user-error", 1))
+        ],
+    }
+
+
+def fake_jobs(n: int, outcomes: list[dict], count: int = 6) -> list[dict]:
+    """``count`` jobs of the fake backend, the i-th ending as ``outcomes[(n + i) % len]``
+    says (its annotations), at once."""
+    return [
+        {
+            "annotations": {FAKE + k: v for k, v in outcomes[(n + i) % len(outcomes)].items()}
+            | {FAKE + "duration": "0s"},
+            "podSpec": {"containers": [container("100m", "64Mi")]},
+        }
+        for i in range(count)
+    ]
 
 
 def deadlocks() -> int:

@@ -26,56 +26,23 @@ from armada.services.policy_cache import policy_cache
 from armada.services.queues import queue_update
 from armada.services.scheduler import scheduler_cycle, scheduler_state_reset
 from armada.services.submit import job_submit
-from tests.conftest import container, job_file
-from tests.racing import Race, deadlocks
+from tests.conftest import job_file
+from tests.racing import Race, deadlocks, exit_code_categories, fake_jobs, flaky_policy
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 SECONDS = 12.0
-FAKE = "fake.armadaproject.io/"
 EXECUTORS = ("east", "west")
 # East keeps its pods longer than the race: its retried jobs' pods collide with them.
 RETENTION = {"east": "1h", "west": "300ms"}
-POLICY = {
-    "apiVersion": "armadaproject.io/v1beta1",
-    "kind": "RetryPolicy",
-    "name": "keeper",
-    "retryLimit": 2,
-    "defaultAction": "Fail",
-    "rules": [
-        {"action": "Fail", "onCategory": "user-error"},
-        {"action": "Retry", "onCategory": "flaky"},
-    ],
-}
+POLICY = flaky_policy("keeper")
 # Both kept: a retried ``flaky`` failure's retry collides with its kept pod (deleted sooner,
 # not counted); a ``user-error`` pod is kept until its retention ends (deleted, counted).
-CATEGORIES = {
-    "enabled": True,
-    "categories": [
-        {
-            "name": "flaky",
-            "action": "Retain",
-            "rules": [{"onExitCodes": {"operator": "In", "values": [3]}}],
-        },
-        {
-            "name": "user-error",
-            "action": "Retain",
-            "rules": [{"onExitCodes": {"operator": "In", "values": [1]}}],
-        },
-    ],
-}
+CATEGORIES = exit_code_categories("Retain")
 
 
 def _jobs(n: int) -> list[dict]:
-    outcomes = [{"exitCode": "3"}, {"exitCode": "1"}, {}, {"exitCode": "1"}]
-    return [
-        {
-            "annotations": {FAKE + k: v for k, v in outcomes[(n + i) % 4].items()}
-            | {FAKE + "duration": "0s"},
-            "podSpec": {"containers": [container("100m", "64Mi")]},
-        }
-        for i in range(6)
-    ]
+    return fake_jobs(n, [{"exitCode": "3"}, {"exitCode": "1"}, {}, {"exitCode": "1"}])
 
 
 def test_kept_pod_deletions_race_reports_and_decisions_without_deadlock(

@@ -20,6 +20,7 @@ from armada.core.config import parse_config
 from armada.management.commands import check_workers
 from armada.models import LeaderLease
 from armada.services.executors import executor_register
+from tests.management.celery_calls import call_scheduler_cycle
 from tests.waiting import wait_until
 
 # The command reads the database in a thread of its own (bounded): data must be committed.
@@ -176,15 +177,7 @@ def test_against_a_real_scheduler_worker(tmp_path, settings):
             stderr=subprocess.STDOUT,
         )
     try:
-        subprocess.run(
-            [PY, "-m", "celery", "-A", "armada.celery", "call", "armada.scheduler.cycle"]
-            + ["--queue", "scheduler"],
-            cwd=ROOT,
-            env=env,
-            check=True,
-            capture_output=True,
-            timeout=120,
-        )
+        call_scheduler_cycle(env)
         passed = wait_until(
             "check_workers --scheduler to pass",
             lambda: (done := check()).returncode == 0 and done,

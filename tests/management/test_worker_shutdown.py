@@ -19,6 +19,7 @@ import yaml
 from django.utils import timezone
 
 from tests.conftest import job, job_file
+from tests.management.celery_calls import call_scheduler_cycle
 from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -90,15 +91,7 @@ def test_sigterm_mid_cycle_commits_the_cycle_and_exits_0(tmp_path, admin_user, s
         return log_path.read_text(errors="replace")
 
     try:
-        subprocess.run(
-            [PY, "-m", "celery", "-A", "armada.celery", "call", "armada.scheduler.cycle"]
-            + ["--queue", "scheduler"],
-            cwd=ROOT,
-            env=env,
-            check=True,
-            capture_output=True,
-            timeout=120,
-        )
+        call_scheduler_cycle(env)
         wait_until(
             "the cycle to reach its lease transaction",
             lambda: (

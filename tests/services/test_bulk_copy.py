@@ -64,26 +64,6 @@ def test_every_kind_of_value_reads_back_unchanged(queue, owner):
     assert got["r1"]["finished_at"] == datetime(2026, 3, 1, 11, 35, 6, 789123, tzinfo=UTC)
 
 
-def test_json_and_text_fields_left_out_take_their_defaults(queue, owner):
-    [job_id] = job_submit(actor=owner, data=job_file(), now=at(0))
-    with transaction.atomic():
-        insert_rows(
-            Run,
-            [
-                {
-                    "id": "r1",
-                    "job_id": job_id,
-                    "executor": "e",
-                    "node": "n",
-                    "pool": "p",
-                    "leased_at": at(1),
-                }
-            ],
-        )
-    run = Run.objects.get(id="r1")
-    assert (run.exit_codes, run.decision, run.hint, run.pod_name) == ({}, {}, "", "")
-
-
 def test_rows_must_all_name_the_same_known_fields(queue, owner):
     if connection.vendor != "postgresql":
         pytest.skip("a rule of COPY; elsewhere the rows are model instances")

@@ -33,39 +33,14 @@ from armada.services.scheduler import scheduler_cycle, scheduler_state_reset
 from armada.services.stopping import job_preempt, jobs_cancel, jobs_cancel_by_state
 from armada.services.submit import job_submit
 from tests.conftest import container, job_file
-from tests.racing import Race, deadlocks
+from tests.racing import FAKE, Race, deadlocks, exit_code_categories, flaky_policy
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 SECONDS = 20.0
 JOB_SETS = [f"set-{i}" for i in range(4)]
-FAKE = "fake.armadaproject.io/"
-POLICY = {
-    "apiVersion": "armadaproject.io/v1beta1",
-    "kind": "RetryPolicy",
-    "name": "busy",
-    "retryLimit": 2,
-    "defaultAction": "Fail",
-    "rules": [
-        {"action": "Fail", "onCategory": "user-error"},
-        {"action": "Retry", "onCategory": "flaky"},
-    ],
-}
-CATEGORIES = {
-    "enabled": True,
-    "categories": [
-        {
-            "name": "flaky",
-            "action": "Delete",
-            "rules": [{"onExitCodes": {"operator": "In", "values": [3]}}],
-        },
-        {
-            "name": "user-error",
-            "action": "Delete",
-            "rules": [{"onExitCodes": {"operator": "In", "values": [1]}}],
-        },
-    ],
-}
+POLICY = flaky_policy("busy")
+CATEGORIES = exit_code_categories("Delete")
 
 
 def _batch(n: int) -> list[dict]:

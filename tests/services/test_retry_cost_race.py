@@ -32,27 +32,19 @@ from armada.services.retry_cost_reads import Window, yield_report
 from armada.services.retry_yield import retry_yield
 from armada.services.scheduler import scheduler_cycle, scheduler_state_reset
 from armada.services.submit import job_submit
-from tests.conftest import container, job_file
-from tests.racing import Race, deadlocks
-from tests.services.test_lock_order import CATEGORIES, POLICY
+from tests.conftest import job_file
+from tests.racing import FAKE, Race, deadlocks, exit_code_categories, fake_jobs, flaky_policy
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 SECONDS = 15.0
-FAKE = "fake.armadaproject.io/"
 EXECUTORS = ("east", "west", "north")
+POLICY = flaky_policy("busy")
+CATEGORIES = exit_code_categories("Delete")
 
 
 def _jobs(n: int) -> list[dict]:
-    outcomes = [{"exitCode": "3"}, {"exitCode": "1"}, {}, {"exitCode": "3"}]
-    return [
-        {
-            "annotations": {FAKE + k: v for k, v in outcomes[(n + i) % 4].items()}
-            | {FAKE + "duration": "0s"},
-            "podSpec": {"containers": [container("100m", "64Mi")]},
-        }
-        for i in range(6)
-    ]
+    return fake_jobs(n, [{"exitCode": "3"}, {"exitCode": "1"}, {}, {"exitCode": "3"}])
 
 
 def test_parallel_writers_of_the_retry_cost_never_deadlock_and_the_rollups_add_up(
