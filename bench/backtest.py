@@ -5,10 +5,14 @@
    and seeds ``--failures`` decided failures with ``COPY``: 20 queues, jobs of one to four
    genuine failures each (failed runs and some expired leases, with categories, exit codes
    and the decision trails policy ``bench`` gave them: retries, then a terminal label), a
-   succeeded last run for most retried jobs, spread over the 30 days before ``NOW``.
+   succeeded last run for most retried jobs, spread over the 30 days before ``NOW``; then
+   recounts the retry-yield rollup from those runs (``manage.py rebuild_retry_yield``'s
+   service, timed), as the scheduler would have kept it.
 2. In a fresh process (so that its peak RSS is the backtest's alone), runs
-   ``services.backtest.backtest`` with a stricter draft over the 30 days, as a superuser:
-   wall time, rows per second, peak RSS (and the RSS before it started).
+   ``services.backtest.backtest`` with a stricter draft over the 30 days (from and to
+   moments that are not whole hours), as a superuser: wall time, rows per second, peak RSS
+   (and the RSS before it started); then its parts one at a time, and the retry yield both
+   from the rollup and from the runs alone (which must give the same rows).
 3. Measures the engine alone: ``core.retry.decide`` called directly (no cache) and the
    replay of in-memory recorded failures (``core.backtest.Replayer``, which caches the
    engine's verdict per distinct failure), in decisions per second.
@@ -29,6 +33,7 @@ import resource
 import subprocess
 import sys
 import time
+from datetime import timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,6 +43,22 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "armada.settings")
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/armada_hb_bench")
 
 from backtest_seed import CATEGORIES, DRAFT, GI, NOW, QUEUES, SPAN, seed  # noqa: E402
+
+# The range read: every seeded failure, from and to moments that are not whole hours (so
+# that the retry yield reads a partial hour at each end from the runs, as a "--since 7d"
+# from now does).
+SINCE = NOW - SPAN - timedelta(minutes=7, seconds=13)
+UNTIL = NOW + timedelta(minutes=13, seconds=41)
+
+
+def peak_rss_kib() -> int:
+    """This process's peak RSS since it started (``VmHWM``: unlike ``ru_maxrss``, not the
+    parent's when it was larger at the fork)."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
 def child(db_name: str) -> None:
@@ -54,11 +75,11 @@ def child(db_name: str) -> None:
     from armada.services.backtest import backtest
 
     admin = get_user_model().objects.get(username="bench")
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    before = peak_rss_kib()
     started = time.perf_counter()
-    result = backtest(actor=admin, draft=DRAFT, since=NOW - SPAN, until=NOW, now=NOW)
+    result = backtest(actor=admin, draft=DRAFT, since=SINCE, until=UNTIL, now=UNTIL)
     wall = time.perf_counter() - started
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    peak = peak_rss_kib()
     # The parts, one after the other: the distinct keys, the grouped failures, the yield.
     from armada.core.backtest import Replayer
     from armada.core.policy import parse_policy
@@ -66,6 +87,7 @@ def child(db_name: str) -> None:
     from armada.services.backtest import global_cap
     from armada.services.backtest_rows import recorded_groups, verdict_keys
     from armada.services.retry_yield import retry_yield
+    from armada.services.retry_yield_rollup import retry_yield_read
     from armada.services.side_reads import snapshot
 
     replayer = Replayer(
@@ -74,17 +96,22 @@ def child(db_name: str) -> None:
     )
     with snapshot():
         started = time.perf_counter()
-        keys = verdict_keys(since=NOW - SPAN, until=NOW)
+        keys = verdict_keys(since=SINCE, until=UNTIL)
         keys_s = time.perf_counter() - started
         verdicts = {key: replayer.verdict_of(key).retry for key in keys}
         started = time.perf_counter()
         groups = recorded_groups(
-            since=NOW - SPAN, until=NOW, queues=None, now=NOW, verdicts=verdicts
+            since=SINCE, until=UNTIL, queues=None, now=UNTIL, verdicts=verdicts
         )
         groups_s = time.perf_counter() - started
-    started = time.perf_counter()
-    retry_yield(since=NOW - SPAN, until=NOW, queues=None)
-    yield_s = time.perf_counter() - started
+        started = time.perf_counter()
+        rolled = retry_yield_read(since=SINCE, until=UNTIL, queues=None)
+        yield_s = time.perf_counter() - started
+        started = time.perf_counter()
+        live = retry_yield(since=SINCE, until=UNTIL, queues=None)
+        live_yield_s = time.perf_counter() - started
+    if rolled != live:
+        raise SystemExit("the retry yield from the rollup differs from the runs' own")
     print(
         json.dumps(
             {
@@ -94,6 +121,7 @@ def child(db_name: str) -> None:
                 "groups_s": groups_s,
                 "groups": len(groups),
                 "yield_s": yield_s,
+                "live_yield_s": live_yield_s,
                 "rss_before_mib": before / 1024,
                 "rss_peak_mib": peak / 1024,
                 "overall": result["overall"],
@@ -192,6 +220,16 @@ def main() -> None:
         users = get_user_model()
         if not users.objects.filter(username="bench").exists():
             users.objects.create_superuser("bench", "bench@example.com", "bench-password")
+        from armada.services.retry_yield_rollup import START, covers_since, rebuild_yield_rollup
+
+        if covers_since() != START:  # seeded with COPY: recount the rollup, as an upgrade would
+            started = time.perf_counter()
+            rows = rebuild_yield_rollup()
+            print(
+                f"retry-yield rollup rebuilt: {rows:,} hourly rows in "
+                f"{time.perf_counter() - started:.1f} s",
+                flush=True,
+            )
         failures = Run.objects.filter(state__in=["failed", "lease_expired"]).count()
         print(f"{failures:,} recorded failures", flush=True)
         connection.close()
@@ -213,7 +251,8 @@ def main() -> None:
         print(
             f"  parts, one at a time: {result['keys']} verdict keys read in "
             f"{result['keys_s']:.2f} s, {result['groups']:,} groups in {result['groups_s']:.2f} s, "
-            f"the retry yield {result['yield_s']:.2f} s",
+            f"the retry yield {result['yield_s']:.2f} s (from the rollup; from the runs alone "
+            f"{result['live_yield_s']:.2f} s, the same rows)",
             flush=True,
         )
         print(f"  overall: {json.dumps(result['overall'])}", flush=True)

@@ -11,7 +11,7 @@ from armada.models.metric_sample import MetricSample
 from armada.models.policy import RetryPolicy
 from armada.models.policy_version import RetryPolicyVersion
 from armada.models.queue import Queue
-from armada.models.retry_cost import RetryCostBucket, RetryYieldBucket
+from armada.models.retry_cost import RetryCostBucket, RetryYieldBucket, RollupMark
 from armada.models.scheduling import SchedulingReason, SchedulingRound
 
 __all__ = [
@@ -28,6 +28,7 @@ __all__ = [
     "RetryPolicy",
     "RetryPolicyVersion",
     "RetryYieldBucket",
+    "RollupMark",
     "Run",
     "RunLog",
     "SchedulingReason",

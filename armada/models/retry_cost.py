@@ -87,3 +87,17 @@ class RetryYieldBucket(models.Model):
                 name="retry_yield_bucket_read_idx",
             )
         ]
+
+
+class RollupMark(models.Model):
+    """From when a rollup holds every change it counts (``services.retry_yield_rollup``).
+
+    A rollup is written in the transaction of each change from the release that added it;
+    history older than that is in it only once it has been rebuilt from the runs. Readers
+    use the rollup for whole buckets from ``covers_since`` on and the runs before that."""
+
+    name = models.CharField(primary_key=True, max_length=63)
+    covers_since = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.name} covers {self.covers_since.isoformat()} on"

@@ -6,9 +6,10 @@ queues read, finished in the range, is replayed: the pure core decides each dist
 :class:`~armada.core.backtest.VerdictKey` of the range once with ``core.retry.decide``, the
 database groups the failures by what the replay reads given those verdicts
 (``services.backtest_rows``), the core replays each group (``core.backtest``) and sums the
-answers (``core.backtest_report``); a sample of failures is read one by one. The retry yield of the same range
-(``services.retry_yield``), read meanwhile, turns the newly retried failures into an
-estimate of how many would have succeeded. Nothing is written: not a row, not a counter.
+answers (``core.backtest_report``); a sample of failures is read one by one. The retry yield
+of the same range, read in the same snapshot (from its rollup where that is complete:
+``services.retry_yield_rollup``), turns the newly retried failures into an estimate of how
+many would have succeeded. Nothing is written: not a row, not a counter.
 
 Access: only the queues the actor may watch are read. A queue named in ``queues`` that the
 actor may not watch is refused (PermissionDenied, naming it); an unknown one is NotFound.
@@ -44,6 +45,7 @@ from armada.services.backtest_rows import (
 from armada.services.errors import NotFound, PermissionDenied
 from armada.services.failures import NEVER_RETRIED
 from armada.services.policies import policy_spec, policy_validate
+from armada.services.retry_yield_rollup import retry_yield_read
 from armada.services.side_reads import snapshot
 
 MAX_RANGE = timedelta(days=90)
@@ -106,7 +108,7 @@ def backtest(
             room = sample_size - len(report.flipped_sample) - len(report.unchanged_sample)
             for failure in sample_failures(**scope, verdicts=verdicts, flipped=flipped, limit=room):
                 report.add_sample(replayer.replay(failure))
-        yield_rows = _yield(since=since, until=until, queues=read)  # the same snapshot
+        yield_rows = retry_yield_read(since=since, until=until, queues=read)  # same snapshot
     report.rates, report.default_rate = success_rates(yield_rows)
     body = report.document()
     described = describe_runs([row["runId"] for row in body["sample"]])
@@ -252,12 +254,3 @@ def _queues_read(actor: Any, queues: Sequence[str]) -> list[str] | None:
                 )
         return names
     return watchable_queues(actor)
-
-
-def _yield(*, since: datetime, until: datetime, queues: list[str] | None) -> list[dict[str, Any]]:
-    """The retry yield of the range (``services.retry_yield``); none while it is missing."""
-    try:
-        from armada.services.retry_yield import retry_yield
-    except ImportError:  # pragma: no cover - the module ships with the backtest
-        return []
-    return list(retry_yield(since=since, until=until, queues=queues))

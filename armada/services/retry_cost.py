@@ -321,7 +321,7 @@ def _write(tally: _Tally) -> None:
             for hours in BUCKETS:
                 key = (hours, bucket_start(at, hours), *labels)
                 cost_rows[key] = cost_rows[key] + amounts
-    _upsert_add(
+    upsert_add(
         RetryCostBucket,
         keys=("bucket_hours", "start", *LABELS),
         amounts=("runs", "cpu_milli_seconds", "memory_kib_seconds", "gpu_milli_seconds"),
@@ -336,7 +336,7 @@ def _write(tally: _Tally) -> None:
             key = (hours, bucket_start(at, hours), queue, category, rule, retries)
             old = yield_rows[key]
             yield_rows[key] = (old[0] + retried, old[1] + succeeded)
-    _upsert_add(
+    upsert_add(
         RetryYieldBucket,
         keys=("bucket_hours", "start", "queue", "category", "rule", "retries"),
         amounts=("retried_jobs", "succeeded_jobs"),
@@ -355,7 +355,7 @@ def _sort_key(key: tuple) -> tuple:
     return tuple(str(part) if not isinstance(part, int) else f"{part:012d}" for part in key)
 
 
-def _upsert_add(
+def upsert_add(
     model, *, keys: Sequence[str], amounts: Sequence[str], rows: Sequence[tuple]
 ) -> None:
     """Insert ``rows`` (key values, then amounts) or add their amounts to the existing rows

@@ -35,7 +35,7 @@ from armada.core.states import JobState
 from armada.models import Run
 
 
-def _rule_number(rule_index: object) -> int | None:
+def rule_of_key(rule_index: object) -> int | None:
     """The trail's 0-based ``ruleIndex`` (as read from the JSON: a number, its text, or
     ``""`` for none) as a rule number from 1, or None for the defaultAction."""
     if rule_index is None or rule_index in ("", "null"):
@@ -80,6 +80,14 @@ def retry_yield(
     ``[since, until)`` (in ``queues``; all queues when None), how many then succeeded and
     after how many retries in all. Rows are sorted by category, then rule (the
     defaultAction last). The module docstring has the exact definitions."""
+    return yield_rows(yield_groups(since=since, until=until, queues=queues))
+
+
+def yield_groups(
+    *, since: datetime, until: datetime, queues: Sequence[str] | None = None
+) -> list[tuple[str, int | None, int, int, int]]:
+    """The groups :func:`yield_rows` sums, read from the runs: ``(category, rule, retries in
+    all, jobs retried, jobs succeeded)``."""
     grouped = (
         first_retried_failures(since=since, until=until, queues=queues)
         .values("failure_category", "rule_key", retries=F("job__retry_count"))
@@ -89,16 +97,16 @@ def retry_yield(
         )
         .order_by()
     )
-    return yield_rows(
+    return [
         (
             g["failure_category"],
-            _rule_number(g["rule_key"]),
+            rule_of_key(g["rule_key"]),
             g["retries"],
             g["retried"],
             g["succeeded"],
         )
         for g in grouped
-    )
+    ]
 
 
 def yield_rows(groups: Iterable[tuple[str, int | None, int, int, int]]) -> list[dict[str, Any]]:

@@ -1,6 +1,7 @@
 """A recorded history for the backtest's service tests: policy ``ml`` (two versions) on
 queues ``demo`` and ``other``, and decided failures written straight into the tables with
-the decision trails the scheduler writes (see :func:`history`)."""
+the decision trails the scheduler writes (see :func:`history`), the retry-yield rollup
+recounted from them."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from django.apps import apps
 from armada.services.backtest import backtest
 from armada.services.policies import policy_create, policy_update
 from armada.services.queues import queue_create, queue_update
+from armada.services.retry_yield_rollup import rebuild_yield_rollup
 from tests.conftest import T0
 from tests.lookout.builders import make_job, make_run
 
@@ -144,6 +146,7 @@ def history(admin_user, queue):
     # Outside the range: never read.
     make_job("job-old", state="failed")
     failed("r-old-1", "job-old", SINCE - timedelta(hours=2), "flaky", trail("fail_rule", 0, 0))
+    rebuild_yield_rollup()  # the retry-yield rollup, as the scheduler keeps it
 
 
 def run(actor, **kwargs):

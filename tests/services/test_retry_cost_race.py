@@ -5,7 +5,8 @@ Three executors report their pods, two deciders decide failures at once (as two 
 processes would, were the leader lease ever lost between them), a scheduler leases, two
 submitters post jobs that fail (retried, or failed by a rule) or succeed, and a healer lets
 retried jobs succeed on their next attempt: every one of them adds to the same counter and
-rollup rows (one queue, one policy, a few categories, the same hour). The rows are written
+rollup rows (one queue, one policy, a few categories, the same hour), while the yield rollup
+is rebuilt from the runs again and again. The rows are written
 under the event-log lock, after the events (docs/concurrency.md, step 6).
 """
 
@@ -22,7 +23,7 @@ from django.utils import timezone
 from armada.core.config import parse_config
 from armada.executor.agent import ExecutorAgent
 from armada.executor.backends.fake import FakeBackend
-from armada.models import Job, MetricCounter, RetryCostBucket, Run
+from armada.models import Job, MetricCounter, RetryCostBucket, RetryYieldBucket, Run
 from armada.services.decisions import failures_decide
 from armada.services.policies import policy_create
 from armada.services.policy_cache import policy_cache
@@ -30,6 +31,7 @@ from armada.services.queues import queue_update
 from armada.services.retry_cost_metrics import RUNS_COUNTER
 from armada.services.retry_cost_reads import Window, yield_report
 from armada.services.retry_yield import retry_yield
+from armada.services.retry_yield_rollup import rebuild_yield_rollup
 from armada.services.scheduler import scheduler_cycle, scheduler_state_reset
 from armada.services.submit import job_submit
 from tests.conftest import job_file
@@ -112,6 +114,7 @@ def test_parallel_writers_of_the_retry_cost_never_deadlock_and_the_rollups_add_u
         "decide-2": decide,
         "scheduler": cycle,
         "heal": heal,
+        "rebuild": lambda _: rebuild_yield_rollup(),
     }
     race.run(steps, SECONDS)
     assert race.errors == []
@@ -141,3 +144,7 @@ def test_parallel_writers_of_the_retry_cost_never_deadlock_and_the_rollups_add_u
     since, until = window.first, window.first + timedelta(hours=3)
     assert yield_report(window=window, queues=None) == retry_yield(since=since, until=until)
     assert any(row["succeededJobs"] for row in retry_yield(since=since, until=until))
+    # Rebuilt meanwhile, and once more now: the same rows as the writers kept.
+    rows = sorted(tuple(r[1:]) for r in RetryYieldBucket.objects.values_list())
+    rebuild_yield_rollup()
+    assert sorted(tuple(r[1:]) for r in RetryYieldBucket.objects.values_list()) == rows
