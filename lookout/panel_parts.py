@@ -10,13 +10,11 @@ its runs and events: the runs in one query, the log of the one run shown, the la
 
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import yaml
-from django.utils.safestring import SafeString, mark_safe
 
 from armada.core.quantity import MEMORY, STANDARD_RESOURCES, parse_quantity
 from armada.core.quantity_text import growth, readable_quantity
@@ -25,6 +23,7 @@ from armada.models import Job, Run, RunLog
 from armada.services.authz import can_on_queue
 from armada.services.records import pending_reason
 from armada.services.retry_cost_reads import job_retry_cost
+from lookout.panel_html import runs_html, timeline_html
 from lookout.panel_queries import LogVersion, job_runs, job_timeline, run_log, time_texts
 from lookout.queries import EVENTS_SHOWN, decision_trail, job_event_count
 
@@ -170,11 +169,10 @@ RUN_TIMES = (
 
 
 def runs_part(runs: list[Run], now: datetime | None = None) -> dict[str, Any]:
-    """The Runs tab: each run with its decision trail (as ``run.trail``) and its times as
-    ``run.times``, ``(label, ISO time, shown time)`` for those it has, written here once (a
-    date filter per time in the template cost most of a many-run job's page). A run whose
-    failed pod its executor kept has ``run.pod_kept``: (still kept at ``now``, ISO time,
-    shown time) of ``pod_kept_until``."""
+    """The Runs tab, as HTML (``lookout.panel_html.runs_html``): each run with its decision
+    trail (as ``run.trail``) and its times as ``run.times``, ``(label, ISO time, shown
+    time)`` for those it has. A run whose failed pod its executor kept has ``run.pod_kept``:
+    (still kept at ``now``, ISO time, shown time) of ``pod_kept_until``."""
     for run in runs:
         run.trail = decision_trail(run)
         run.times = [
@@ -184,7 +182,7 @@ def runs_part(runs: list[Run], now: datetime | None = None) -> dict[str, Any]:
         ]
         until = run.pod_kept_until
         run.pod_kept = (now is None or until > now, *time_texts(until)) if until else None
-    return {}
+    return {"runs_html": runs_html(runs)}
 
 
 def yaml_part(job: Job) -> dict[str, Any]:
@@ -205,37 +203,6 @@ def events_part(job: Job, *, all_events: bool = False) -> dict[str, Any]:
         "events_total": events_total,
         "all_events": all_events,
     }
-
-
-def _text(value: Any) -> str:
-    """``value`` escaped for HTML, as the template's ``{{ value }}`` writes it (the standard
-    library's escape: Django's adds a lazy-text check per call, thousands of times here)."""
-    return html.escape(str(value))
-
-
-def timeline_html(timeline: list[dict]) -> SafeString:
-    """The ``<li>`` items of the Events tab's timeline. Written here rather than in the
-    template: a template loop over a few hundred events took most of a job page's time."""
-    items = []
-    for item in timeline:
-        event = item["event"]
-        iso, shown = item["at"]
-        run = (
-            f' <span class="muted">run <code>{_text(event.run_id)}</code></span>'
-            if event.run_id
-            else ""
-        )
-        highlights = "".join(
-            f'<span class="kv"><span class="k">{_text(key)}</span> {_text(value)}</span>'
-            for key, value in item["highlights"]
-        )
-        if highlights:
-            highlights = f' <span class="highlights">{highlights}</span>'
-        items.append(
-            f'<li><time datetime="{_text(iso)}">{_text(shown)}</time> '
-            f"<strong>{_text(event.type)}</strong>{run}{highlights}</li>"
-        )
-    return mark_safe("".join(items))  # noqa: S308 - every value is escaped above
 
 
 def logs_part(runs: list[Run], run_id: str | None = None) -> dict[str, Any]:
