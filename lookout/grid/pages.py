@@ -8,10 +8,12 @@ runtime) and category, which are read for the page's rows in one query.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from django.core.cache import cache
 from django.db import connection
 from django.db.models import CharField, F, Func, Q, QuerySet
 
@@ -42,6 +44,9 @@ MULTI_VALUED = {
     "categories": "failure_category",
     "decisions": "latest_decision",
 }
+# How long a "broad or few" answer is kept (it only decides how a page is read).
+PLAN_KEEP_SECONDS = 60
+PLAN_PREFIX = "lookout:grid-plan:"
 # Job columns no row shows (the pod spec is the largest of all).
 UNREAD = ("pod_spec", "mutations", "terminal_message", "client_id")
 
@@ -233,8 +238,19 @@ def broad_job_set_prefix(prefix: str) -> bool:
 
 def _at_least(jobs: QuerySet[Job], field: str, count: int) -> bool:
     """Whether ``jobs`` are at least ``count``: counted on ``field`` alone (so through an
-    index that starts with it), stopping at ``count``."""
-    return jobs.order_by().values(field)[:count].count() >= count
+    index that starts with it), stopping at ``count``.
+
+    The answer only picks how a page is read (both ways read the same rows), so it is kept
+    in the shared cache for ``PLAN_KEEP_SECONDS``: a filter paged through, or opened by
+    several viewers, is counted once a minute rather than on every page."""
+    counted = jobs.order_by().values(field)[:count]
+    sql, params = counted.query.sql_with_params()
+    name = PLAN_PREFIX + hashlib.sha256(repr((sql, params, count)).encode()).hexdigest()
+    kept = cache.get(name)
+    if kept is None:
+        kept = counted.count() >= count
+        cache.set(name, kept, PLAN_KEEP_SECONDS)
+    return bool(kept)
 
 
 def latest_runs(jobs: list[Job]) -> dict[str, Run]:

@@ -1,6 +1,6 @@
 """What Lookout does differently at scale: a broad job-set prefix pages like a narrow one
 (counted through the index, read by walking the key), and so does a submission-time range,
-whichever way it is read. (Large group counts: tests/lookout/grid/test_groups_cache; a job's
+whichever way it is read, and the answer "broad or few" is kept for a minute. (Large group counts: tests/lookout/grid/test_groups_cache; a job's
 latest events: tests/lookout/test_job_page.)"""
 
 from __future__ import annotations
@@ -8,7 +8,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from django.core.cache import cache
+from django.db import connection
 from django.http import QueryDict
+from django.test.utils import CaptureQueriesContext
 
 from lookout.grid import pages
 from lookout.grid.pages import grid_page
@@ -17,6 +20,13 @@ from tests.conftest import at
 from tests.lookout.builders import make_job
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _no_kept_plans():
+    """Each test counts for itself (a kept answer is about the data of the test that kept
+    it)."""
+    cache.clear()
 
 
 def walk(actor, query: str, page_size: int) -> list[str]:
@@ -119,3 +129,16 @@ def test_several_states_page_the_same_whichever_way_they_are_read(
     monkeypatch.setattr(pages, "BROAD_VALUES_MATCHES", 5)
     assert pages._broad_values("state", ("queued", "running"))
     assert walk(admin_user, query, page_size=3) == expected
+
+
+def test_the_broad_or_few_answer_is_counted_once_and_kept(admin_user, queue, monkeypatch):
+    for i in range(6):
+        make_job(f"01k{i:02d}", job_set=f"team-{i % 2}/exp")
+    monkeypatch.setattr(pages, "BROAD_PREFIX_MATCHES", 5)
+    with CaptureQueriesContext(connection) as first:
+        assert pages.broad_job_set_prefix("team-")
+    assert len(first.captured_queries) == 1
+    with CaptureQueriesContext(connection) as again:
+        assert pages.broad_job_set_prefix("team-")
+        assert not pages.broad_job_set_prefix("team-1/")  # another filter: counted
+    assert len(again.captured_queries) == 1
