@@ -48,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     django.setup()
     from django.conf import settings
 
+    from armada.gctuning import tune_gc
     from armada.wire.server import CannotListen, serve
 
     config = settings.ARMADA.grpc
@@ -61,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         "127.0.0.1 at grpc.port)",
     )
     args = parser.parse_args(argv)
+    tune_gc()  # as a web worker does: SubmitJobs parses files as large as the REST API's
 
     def announce(line: str) -> None:
         print(line, flush=True)
