@@ -9,7 +9,8 @@
    trails, retried jobs with several runs, and a few jobs with many runs and events.
 2. Starts the web server (``uvicorn armada.asgi:application --workers N``) on that database
    and logs ``--users`` users in through the admin login form (Lookout takes sessions only).
-3. For ``--duration`` seconds, each user (a thread with its own session) requests, at
+3. For ``--duration`` seconds, each user (a process of its own, as each browser is its own
+   program; ``--client-threads``: a thread of this one, as before) requests, at
    random: jobs table first pages and deep pages (a cursor 50 pages in) filtered by queue,
    queue and state, failure category, job-set prefix (broad and narrow) and the header
    filters; counts grouped by queue, state, failure category, job set and more; the side
@@ -64,6 +65,11 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=1_000_000)
     parser.add_argument("--duration", type=float, default=60)
     parser.add_argument("--users", type=int, default=8)
+    parser.add_argument(
+        "--client-threads",
+        action="store_true",
+        help="run the users as threads of this process (before: one process each)",
+    )
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--warmup", type=float, default=5, help="seconds not counted first")
     parser.add_argument("--think", type=float, default=0.0, help="mean pause between requests")
