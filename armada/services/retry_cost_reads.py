@@ -16,6 +16,7 @@ from armada.models import Job, RetryCostBucket, RetryYieldBucket, Run
 from armada.services.retry_cost import Amounts, bucket_start, cost_of
 from armada.services.retry_cost_metrics import KINDS
 from armada.services.retry_yield import yield_rows
+from armada.services.retry_yield_rollup import rollup_groups
 
 GROUPINGS = ("queue", "policy", "category", "decision")
 _AMOUNTS = ("runs", "cpu_milli_seconds", "memory_kib_seconds", "gpu_milli_seconds")
@@ -139,16 +140,7 @@ def cost_report(*, window: Window, queues: Sequence[str] | None) -> CostReport:
 
 def yield_report(*, window: Window, queues: Sequence[str] | None) -> list[dict[str, Any]]:
     """The retry-yield rows of ``services.retry_yield`` for the window, from the rollup."""
-    grouped = (
-        _in_window(RetryYieldBucket, window, queues)
-        .values("category", "rule", "retries")
-        .annotate(retried=Sum("retried_jobs"), succeeded=Sum("succeeded_jobs"))
-        .order_by()
-    )
-    return yield_rows(
-        (g["category"], g["rule"] or None, g["retries"], g["retried"], g["succeeded"])
-        for g in grouped
-    )
+    return yield_rows(rollup_groups(_in_window(RetryYieldBucket, window, queues)))
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Count, F, Q, Sum
+from django.db.models import Count, F, Q, QuerySet, Sum
 from django.db.models.functions import TruncHour
 
 from armada.core.states import JobState
@@ -38,8 +38,6 @@ from armada.services.retry_yield import (
 
 YIELD_MARK = "retry-yield"
 START = datetime(1970, 1, 1, tzinfo=UTC)
-_HOUR = timedelta(hours=1)
-_DAY = timedelta(days=1)
 
 Group = tuple[str, int | None, int, int, int]
 
@@ -50,9 +48,10 @@ def covers_since() -> datetime | None:
     return mark.covers_since if mark is not None else None
 
 
-def _ceil(moment: datetime, step: timedelta) -> datetime:
-    start = bucket_start(moment, DAY_BUCKET if step == _DAY else HOUR_BUCKET)
-    return start if start == moment else start + step
+def _ceil(moment: datetime, hours: int) -> datetime:
+    """The start of the first bucket of ``hours`` that begins at or after ``moment``."""
+    start = bucket_start(moment, hours)
+    return start if start == moment else start + timedelta(hours=hours)
 
 
 def read_plan(
@@ -64,14 +63,14 @@ def read_plan(
     since, until = since.astimezone(UTC), until.astimezone(UTC)
     if covered is None or since >= until:
         return [("runs", since, until)] if since < until else []
-    first = max(_ceil(since, _HOUR), _ceil(covered.astimezone(UTC), _HOUR))
+    first = max(_ceil(since, HOUR_BUCKET), _ceil(covered.astimezone(UTC), HOUR_BUCKET))
     last = bucket_start(until, HOUR_BUCKET)
     if first >= last:
         return [("runs", since, until)]
     plan: list[tuple[str, datetime, datetime]] = []
     if since < first:
         plan.append(("runs", since, first))
-    day_first, day_last = _ceil(first, _DAY), bucket_start(last, DAY_BUCKET)
+    day_first, day_last = _ceil(first, DAY_BUCKET), bucket_start(last, DAY_BUCKET)
     if day_first < day_last:
         if first < day_first:
             plan.append(("hours", first, day_first))
@@ -85,12 +84,8 @@ def read_plan(
     return plan
 
 
-def _bucket_groups(
-    hours: int, first: datetime, last: datetime, queues: Sequence[str] | None
-) -> list[Group]:
-    rows = RetryYieldBucket.objects.filter(bucket_hours=hours, start__gte=first, start__lt=last)
-    if queues is not None:
-        rows = rows.filter(queue__in=list(queues))
+def rollup_groups(rows: QuerySet) -> list[Group]:
+    """The groups :func:`~armada.services.retry_yield.yield_rows` sums, from rollup rows."""
     grouped = (
         rows.values("category", "rule", "retries")
         .annotate(retried=Sum("retried_jobs"), succeeded=Sum("succeeded_jobs"))
@@ -100,6 +95,15 @@ def _bucket_groups(
         (g["category"], g["rule"] or None, g["retries"], g["retried"], g["succeeded"])
         for g in grouped
     ]
+
+
+def _bucket_groups(
+    hours: int, first: datetime, last: datetime, queues: Sequence[str] | None
+) -> list[Group]:
+    rows = RetryYieldBucket.objects.filter(bucket_hours=hours, start__gte=first, start__lt=last)
+    if queues is not None:
+        rows = rows.filter(queue__in=list(queues))
+    return rollup_groups(rows)
 
 
 def retry_yield_read(
