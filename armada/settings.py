@@ -230,6 +230,10 @@ CACHES = {
             "KEY_PREFIX": "armada-login-throttle",
         }
     ),
+    # How Lookout's grid reads a filter's page (lookout.grid.pages): a hint each web process
+    # keeps for itself for a minute, never shared, so that no other process's or earlier
+    # run's answer is ever used.
+    "lookout-plans": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
 }
 # The largest request body: the API answers 413 above it, before reading it. The default
 # holds a job file of the most jobs one submit accepts with room to spare.

@@ -143,6 +143,17 @@ def _fresh_scheduler_memory():
 
 
 @pytest.fixture(autouse=True)
+def _fresh_grid_plans():
+    """How the grid reads a filter's page is kept in this process for a minute; each test
+    counts against its own data."""
+    from django.core.cache import caches
+
+    from lookout.grid.pages import PLAN_CACHE
+
+    caches[PLAN_CACHE].clear()
+
+
+@pytest.fixture(autouse=True)
 def _fast_password_hashing(settings):
     """Tests make many users; the production hasher is slow on purpose."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

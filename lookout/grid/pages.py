@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.core.cache import cache
+from django.core.cache import caches
 from django.db import connection
 from django.db.models import CharField, F, Func, Q, QuerySet
 
@@ -47,6 +47,7 @@ MULTI_VALUED = {
 # How long a "broad or few" answer is kept (it only decides how a page is read).
 PLAN_KEEP_SECONDS = 60
 PLAN_PREFIX = "lookout:grid-plan:"
+PLAN_CACHE = "lookout-plans"
 # Job columns no row shows (the pod spec is the largest of all).
 UNREAD = ("pod_spec", "mutations", "terminal_message", "client_id")
 
@@ -240,16 +241,18 @@ def _at_least(jobs: QuerySet[Job], field: str, count: int) -> bool:
     """Whether ``jobs`` are at least ``count``: counted on ``field`` alone (so through an
     index that starts with it), stopping at ``count``.
 
-    The answer only picks how a page is read (both ways read the same rows), so it is kept
-    in the shared cache for ``PLAN_KEEP_SECONDS``: a filter paged through, or opened by
-    several viewers, is counted once a minute rather than on every page."""
+    The answer only picks how a page is read (both ways read the same rows), so the web
+    process keeps it for ``PLAN_KEEP_SECONDS`` (the ``lookout-plans`` cache): a filter paged
+    through, or opened by several viewers, is counted once a minute rather than on every
+    page."""
     counted = jobs.order_by().values(field)[:count]
     sql, params = counted.query.sql_with_params()
     name = PLAN_PREFIX + hashlib.sha256(repr((sql, params, count)).encode()).hexdigest()
-    kept = cache.get(name)
+    plans = caches[PLAN_CACHE]
+    kept = plans.get(name)
     if kept is None:
         kept = counted.count() >= count
-        cache.set(name, kept, PLAN_KEEP_SECONDS)
+        plans.set(name, kept, PLAN_KEEP_SECONDS)
     return bool(kept)
 
 

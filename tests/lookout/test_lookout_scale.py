@@ -8,7 +8,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from django.core.cache import cache
 from django.db import connection
 from django.http import QueryDict
 from django.test.utils import CaptureQueriesContext
@@ -20,13 +19,6 @@ from tests.conftest import at
 from tests.lookout.builders import make_job
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _no_kept_plans():
-    """Each test counts for itself (a kept answer is about the data of the test that kept
-    it)."""
-    cache.clear()
 
 
 def walk(actor, query: str, page_size: int) -> list[str]:
