@@ -2,6 +2,7 @@ from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from armada.api import (
+    executor_credential_views,
     executor_views,
     job_views,
     node_views,
@@ -57,6 +58,16 @@ urlpatterns = [
         "executors/<str:executor_id>/uncordon",
         executor_views.ExecutorCordonView.as_view(cordoned=False),
         name="executor-uncordon",
+    ),
+    path(
+        "executor-credentials",
+        executor_credential_views.ExecutorCredentialListView.as_view(),
+        name="executor-credential-list",
+    ),
+    path(
+        "executor-credentials/<str:credential_id>/revoke",
+        executor_credential_views.ExecutorCredentialRevokeView.as_view(),
+        name="executor-credential-revoke",
     ),
     path(
         "executors/<str:executor>/nodes/<str:node>/cancel",

@@ -20,6 +20,7 @@ from urllib.parse import quote
 import requests
 
 from armada.cli.client_actions import ActionCalls
+from armada.cli.client_credentials import CredentialCalls
 from armada.cli.client_reports import ReportCalls
 from armada.cli.config import Settings
 from armada.cli.errors import ApiError, error_from_body
@@ -37,7 +38,7 @@ RECONNECT_BACKOFF_MAX = 10.0
 TRANSIENT_STATUSES = frozenset({502, 503, 504})
 
 
-class ArmadaClient(ActionCalls, ReportCalls):
+class ArmadaClient(ActionCalls, ReportCalls, CredentialCalls):
     """Calls the Armada API at ``settings.url`` with the configured credentials."""
 
     def __init__(

@@ -1,8 +1,8 @@
 """The command line of ``armadactl``: the top-level commands and their help texts.
 
 Each concept adds its own subcommands: ``parser_queues``, ``parser_resources`` (files and
-retry policies), ``parser_jobs``, ``parser_admin`` (executors, login), ``parser_reports``;
-``parser_common`` holds what they share."""
+retry policies), ``parser_jobs``, ``parser_admin`` (executors and their credentials, login),
+``parser_reports``; ``parser_common`` holds what they share."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from armada.cli.commands import PROG
 from armada.cli.parser_admin import (
     add_config_commands,
     add_executor_commands,
+    add_executor_credential_commands,
     add_node_commands,
     add_session_commands,
 )
@@ -85,6 +86,8 @@ examples:
   armadactl preempt node node-7 -e cluster-1 --reason "disk failing"
   armadactl get queue-report analytics -v; armadactl get scheduling-report
   armadactl get executors; armadactl cordon executor cluster-1 "kernel upgrade"
+  armadactl create executor-credential cluster-1 > executor.key   # the key, shown once
+  armadactl get executor-credentials cluster-1; armadactl revoke executor-credential 7
   armadactl config use-context prod; armadactl --context dev get queues
 """
 
@@ -112,6 +115,7 @@ def build_parser() -> ArgumentParser:
     tree.group("cordon", "Stop new work: cordon queues or an executor; running jobs carry on.")
     tree.group("uncordon", "Uncordon queues or an executor: they take new work again.")
     tree.group("get", "Show resources.")
+    tree.group("revoke", "Revoke a credential: its key stops working from its next use.")
     tree.group("preempt", "Preempt running jobs.", dest="kind", metavar="KIND")
     tree.group("cancel", "Cancel jobs.", dest="kind", metavar="KIND")
     tree.group("reprioritize", "Change the priority of waiting jobs.", dest="kind", metavar="KIND")
@@ -126,6 +130,7 @@ def build_parser() -> ArgumentParser:
     add_policy_commands(tree)
     add_job_commands(tree)
     add_executor_commands(tree)
+    add_executor_credential_commands(tree)
     add_node_commands(tree)
     add_report_commands(tree)
     add_session_commands(tree)

@@ -1,6 +1,6 @@
 """``armadactl`` commands for operators and for the session: executors (get, cordon,
-uncordon), jobs on a node (cancel, preempt), login and logout, the config file's contexts,
-version."""
+uncordon), executor credentials (create, get, revoke), jobs on a node (cancel, preempt),
+login and logout, the config file's contexts, version."""
 
 from __future__ import annotations
 
@@ -10,6 +10,12 @@ from armada.cli.config_commands import (
     cmd_get_contexts,
     cmd_use_context,
     cmd_version,
+)
+from armada.cli.executor_credentials import (
+    cmd_create_executor_credential,
+    cmd_get_executor_credentials,
+    cmd_revoke_executor_credential,
+    credential_id,
 )
 from armada.cli.login import cmd_login, cmd_logout
 from armada.cli.node_actions import check_node, cmd_node_action
@@ -50,6 +56,47 @@ def add_executor_commands(tree: CommandTree) -> None:
     uncordon = tree.leaf("uncordon", "executor", "Uncordon an executor: it gets new leases again.")
     uncordon.add_argument("executor_id", metavar="ID")
     uncordon.set_defaults(handler=cmd_cordon_executor, cordoned=False)
+
+
+def add_executor_credential_commands(tree: CommandTree) -> None:
+    """``create executor-credential CLUSTER_ID [--name]``, ``get executor-credentials
+    [CLUSTER_ID]``, ``revoke executor-credential ID``."""
+    needs = "Needs the manage_executor_credentials permission."
+    create = tree.leaf(
+        "create",
+        "executor-credential",
+        "Create a credential for the executor of one cluster and print its key, once (to "
+        "stdout; the notes go to stderr). The key is good only for the executor API, as that "
+        f"cluster. {needs}",
+    )
+    create.add_argument("cluster_id", metavar="CLUSTER_ID", help="the executor's id")
+    create.add_argument(
+        "--name",
+        metavar="NAME",
+        help="unique among the cluster's credentials not revoked (default: executor)",
+    )
+    create.set_defaults(handler=cmd_create_executor_credential)
+
+    get = tree.leaf(
+        "get",
+        "executor-credentials",
+        f"List executor credentials, revoked ones too (never their keys). {needs}",
+    )
+    get.add_argument(
+        "cluster_id", metavar="CLUSTER_ID", nargs="?", help="only those of this executor id"
+    )
+    add_output_option(get)
+    get.set_defaults(handler=cmd_get_executor_credentials)
+
+    revoke = tree.leaf(
+        "revoke",
+        "executor-credential",
+        f"Revoke an executor credential: its key is refused from its next call. {needs}",
+    )
+    revoke.add_argument(
+        "credential_id", metavar="ID", type=credential_id, help="as get executor-credentials shows"
+    )
+    revoke.set_defaults(handler=cmd_revoke_executor_credential)
 
 
 def _add_node_filters(parser: ArgumentParser, action: str, done: str) -> None:

@@ -10,7 +10,7 @@ silently ignored.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -135,6 +135,7 @@ PERMISSION_CODENAMES = (
     "update_retry_policy",
     "delete_retry_policy",
     "update_executor_settings",
+    "manage_executor_credentials",
 )
 
 
@@ -168,6 +169,33 @@ class Grpc(Strict):
     grace_period: Duration = Field(10.0, alias="gracePeriod", ge=0)
 
 
+class ServerTls(Strict):
+    """TLS of a listening port: both files, or neither (plaintext)."""
+
+    cert_file: str = Field("", alias="certFile")
+    key_file: str = Field("", alias="keyFile")
+
+    @model_validator(mode="after")
+    def _both_or_neither(self) -> ServerTls:
+        if bool(self.cert_file) != bool(self.key_file):
+            raise ValueError("certFile and keyFile go together: give both (TLS) or neither")
+        return self
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.cert_file)
+
+
+class ExecutorApi(Strict):
+    """The ``executor-api`` process: the API executors lease and report through
+    (``armada.executorapiserver``), on a port of its own."""
+
+    port: StrictInt = Field(50052, ge=1, le=65535)
+    worker_threads: StrictInt = Field(8, alias="workerThreads", ge=1, le=256)
+    grace_period: Duration = Field(10.0, alias="gracePeriod", ge=0)
+    tls: ServerTls = Field(default_factory=ServerTls)
+
+
 class ArmadaConfig(Strict):
     scheduling: Scheduling = Field(default_factory=Scheduling)
     executor_timeout: Duration = Field(60.0, alias="executorTimeout", gt=0)
@@ -175,6 +203,7 @@ class ArmadaConfig(Strict):
     metrics: Metrics = Field(default_factory=Metrics)
     auth: Auth = Field(default_factory=Auth)
     grpc: Grpc = Field(default_factory=Grpc)
+    executor_api: ExecutorApi = Field(default_factory=ExecutorApi, alias="executorApi")
     executors: list[Executor] = Field(default_factory=list)
 
     @model_validator(mode="after")
@@ -212,6 +241,14 @@ def _location(loc: tuple[Any, ...], model: type[BaseModel]) -> str:
 
 def parse_config(data: Any) -> ArmadaConfig:
     """Validate loaded YAML into an :class:`ArmadaConfig`; errors name the key."""
+    return validate_model(ArmadaConfig, data)
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def validate_model(model: type[M], data: Any) -> M:
+    """Validate loaded YAML into ``model``; every error names its key."""
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -219,11 +256,11 @@ def parse_config(data: Any) -> ArmadaConfig:
             "", "the configuration file must hold a mapping at the top level"
         )
     try:
-        return ArmadaConfig.model_validate(data)
+        return model.model_validate(data)
     except PydanticValidationError as exc:
         errors = []
         for err in exc.errors():
-            where = _location(err["loc"], ArmadaConfig)
+            where = _location(err["loc"], model)
             message = err["msg"].removeprefix("Value error, ")
             if err["type"] == "extra_forbidden":
                 message = "unknown key"

@@ -3,6 +3,7 @@
 from armada.models.api_token import ApiToken
 from armada.models.event import Event
 from armada.models.executor import Executor, Node
+from armada.models.executor_credential import ExecutorCredential
 from armada.models.job import Job, Run
 from armada.models.lease import LeaderLease
 from armada.models.log import RunLog
@@ -18,6 +19,7 @@ __all__ = [
     "ApiToken",
     "Event",
     "Executor",
+    "ExecutorCredential",
     "Job",
     "LeaderLease",
     "MetricCounter",

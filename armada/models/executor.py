@@ -6,7 +6,12 @@ from armada.models.queue import EXECUTOR_PERMISSIONS
 
 
 class Executor(models.Model):
-    """A cluster that runs jobs; ``last_heartbeat`` drives lease expiry."""
+    """A cluster that runs jobs; ``last_heartbeat`` drives lease expiry.
+
+    An executor registers itself through the executor API (``services.executor_sessions``):
+    ``session`` is the id of its newest process's session, and a call that carries any other
+    session is refused (the older process is fenced). ``nodes_digest`` is the digest of the
+    nodes it last reported, so that an unchanged report writes no node row."""
 
     id = models.CharField(primary_key=True, max_length=63)
     pool = models.CharField(max_length=63)
@@ -16,6 +21,10 @@ class Executor(models.Model):
     cordon_reason = models.CharField(max_length=255, blank=True, default="")
     registered_at = models.DateTimeField()
     last_heartbeat = models.DateTimeField()
+    session = models.CharField(max_length=64, blank=True, default="")
+    session_opened_at = models.DateTimeField(null=True, blank=True)
+    instance = models.CharField(max_length=255, blank=True, default="")
+    nodes_digest = models.CharField(max_length=64, blank=True, default="")
 
     class Meta:
         ordering = ["id"]
@@ -35,6 +44,8 @@ class Node(models.Model):
     taints = models.JSONField(default=list, blank=True)
     allocatable = models.JSONField(default=dict)
     unschedulable = models.BooleanField(default=False)
+    # What pods Armada did not start use on the node (milli-units): left free by the scheduler.
+    non_armada_allocated = models.JSONField(default=dict, blank=True)
     last_seen = models.DateTimeField()
 
     class Meta:

@@ -159,6 +159,11 @@ class Run(models.Model):
     # when the executor deletes the pod sooner (a retry's pod needed the name); null when
     # the pod was never kept.
     pod_kept_until = models.DateTimeField(null=True, blank=True)
+    # Set by the executor API when the run is active but its executor's round did not hold
+    # it (a lease not taken yet, a pod the executor no longer has); cleared when it is held
+    # again. A run missing for longer than executorTimeout is expired
+    # (``services.executor_rounds``).
+    missing_since = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["leased_at", "id"]

@@ -27,7 +27,10 @@ POLICY_PERMISSIONS = {
     "delete_retry_policy": "Can delete retry policies",
 }
 # Armada's name for cordoning executors; it lives on Executor.
-EXECUTOR_PERMISSIONS = {"update_executor_settings": "Can cordon and uncordon executors"}
+EXECUTOR_PERMISSIONS = {
+    "update_executor_settings": "Can cordon and uncordon executors",
+    "manage_executor_credentials": "Can create, list and revoke executor credentials",
+}
 assert set(QUEUE_PERMISSIONS) | set(POLICY_PERMISSIONS) | set(EXECUTOR_PERMISSIONS) | {
     "delete_queue"
 } == set(PERMISSION_CODENAMES)

@@ -1246,6 +1246,7 @@ def test_help_lists_the_new_commands(capsys: pytest.CaptureFixture[str]) -> None
         "job-sets",
         "executors",
         "executor",
+        "executor-credentials",
         "scheduling",
         "queue-report",
         "job-report",
