@@ -8,7 +8,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export ARMADA_DEV ?= 1
 
-.PHONY: install browser run test lint format lock wheel
+.PHONY: install browser run test lint format lock wheel proto
 
 # The exact, tested dependencies come from requirements.lock (`make lock` updates it from
 # pyproject.toml's ranges); the project itself is installed editable on top, with no more.
@@ -57,3 +57,8 @@ lint: install
 format: install
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
+
+# The executor API's Python module from its .proto (commit both; a test checks they agree).
+proto: install
+	$(BIN)/python -m grpc_tools.protoc -I armada/executor/api --python_out=armada/executor/api \
+	  --pyi_out=armada/executor/api armada/executor/api/executorapi.proto

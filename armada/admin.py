@@ -1,4 +1,5 @@
 """Django admin: operators browse and manage queues, policies, jobs, runs, events, executors.
+Executor credentials have a module of their own (``armada.admin_executor_credentials``).
 
 Jobs, runs and events are read-only here: they change only through the services, which
 keep state changes and their events together.
@@ -10,6 +11,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.utils import timezone
 
+from armada import admin_executor_credentials  # noqa: F401 (registers its ModelAdmin)
 from armada.auth_forms import AdminLoginForm
 from armada.core.errors import ValidationFailed
 from armada.core.policy import parse_policy
@@ -314,6 +316,7 @@ class ExecutorAdmin(admin.ModelAdmin):
         "cordoned",
         "cordon_reason",
         "last_heartbeat",
+        "instance",
         "registered_at",
     )
     list_filter = ("pool", "backend", "cordoned")
@@ -325,7 +328,10 @@ class ExecutorAdmin(admin.ModelAdmin):
         "tracked_node_labels",
         "registered_at",
         "last_heartbeat",
+        "instance",
+        "session_opened_at",
     )
+    exclude = ("session", "nodes_digest")  # the session id is a fencing token: never shown
     inlines = [NodeInline]
 
     def has_add_permission(self, request, obj=None) -> bool:

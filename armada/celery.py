@@ -1,14 +1,15 @@
 """The Celery application: broker from settings, periodic tasks from ``config/armada.yaml``.
 
-Queues: ``scheduler`` (scheduling cycles, the counters' history sample) and ``executor.<id>`` (one per executor). Every
-periodic message expires after one period, so a busy or stopped worker does not come back to
-a pile of stale ticks.
+Queue ``scheduler``: scheduling cycles and the counters' history sample. Every periodic
+message expires after one period, so a busy or stopped worker does not come back to a pile of
+stale ticks. Executors are not here: each runs as a process of its own, with a Celery worker
+and broker of its own, and talks to the control plane through the executor API
+(``armada.executor.worker``).
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from celery import Celery, signals
 
@@ -19,10 +20,6 @@ METRICS_SAMPLE_PERIOD = 60.0
 
 app = Celery("armada")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-
-
-def executor_queue(executor_id: str) -> str:
-    return f"executor.{executor_id}"
 
 
 @app.on_after_configure.connect
@@ -41,31 +38,6 @@ def _periodic_tasks(sender: Celery, **_: object) -> None:
         sender.signature("armada.metrics.sample", queue="scheduler", expires=METRICS_SAMPLE_PERIOD),
         name="metrics history sample",
     )
-    for executor in config.executors:
-        sender.add_periodic_task(
-            executor.tick_period,
-            sender.signature(
-                "armada.executor.tick",
-                args=(executor.id,),
-                queue=executor_queue(executor.id),
-                expires=executor.tick_period,
-            ),
-            name=f"executor {executor.id} tick",
-        )
-
-
-@signals.celeryd_after_setup.connect
-def _scheduler_start_up(sender: str, instance: Any, **_: object) -> None:
-    """A worker on queue ``scheduler`` deregisters, before its first cycle, the executors
-    the configuration no longer names (``services.executor_startup``)."""
-    if "scheduler" not in instance.app.amqp.queues.consume_from:
-        return
-    from django.db import connections
-
-    from armada.services.executor_startup import scheduler_start_up
-
-    scheduler_start_up()
-    connections.close_all()  # its tasks take connections of their own
 
 
 @signals.setup_logging.connect

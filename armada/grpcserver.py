@@ -16,6 +16,8 @@ import argparse
 import asyncio
 import os
 import sys
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 #: The production command line of one grpc process (add ``--address``).
 GRPC_COMMAND = ["-m", "armada.grpcserver"]
@@ -28,9 +30,9 @@ def join_address(host: str, port: int) -> str:
     return f"{host}:{port}"
 
 
-def default_address(port: int) -> str:
-    """``ARMADA_GRPC_ADDR``, else ``ARMADA_HOST`` (or 127.0.0.1) at ``port``."""
-    given = os.environ.get("ARMADA_GRPC_ADDR", "").strip()
+def default_address(port: int, variable: str = "ARMADA_GRPC_ADDR") -> str:
+    """``variable`` (``ARMADA_GRPC_ADDR``), else ``ARMADA_HOST`` (or 127.0.0.1) at ``port``."""
+    given = os.environ.get(variable, "").strip()
     if given:
         return given
     return join_address(os.environ.get("ARMADA_HOST", "127.0.0.1"), port)
@@ -41,7 +43,20 @@ def grpc_command(address: str) -> list[str]:
     return [sys.executable, *GRPC_COMMAND, "--address", address]
 
 
-def main(argv: list[str] | None = None) -> int:
+def server_main(
+    argv: list[str] | None,
+    *,
+    prog: str,
+    description: str,
+    name: str,
+    variable: str,
+    config_key: str,
+    serve: Callable[[str, Any, Callable[[str], None]], Awaitable[None]],
+) -> int:
+    """The life of a gRPC server process: Django set up, ``--address`` read (default:
+    ``variable``, else ``ARMADA_HOST`` at the ``port`` of configuration block ``config_key``),
+    the collector tuned, ``serve(address, config, announce)`` run until a signal; 1 when the
+    address cannot be listened on, so that a supervisor sees the failure."""
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "armada.settings")
     import django
 
@@ -49,37 +64,50 @@ def main(argv: list[str] | None = None) -> int:
     from django.conf import settings
 
     from armada.gctuning import tune_gc
-    from armada.wire.server import CannotListen, serve
+    from armada.wire.server import CannotListen
 
-    config = settings.ARMADA.grpc
-    parser = argparse.ArgumentParser(
-        prog="python -m armada.grpcserver", description="Serve Armada's gRPC API."
-    )
+    config = getattr(settings.ARMADA, config_key)
+    parser = argparse.ArgumentParser(prog=prog, description=description)
     parser.add_argument(
         "--address",
-        default=default_address(config.port),
-        help="host:port to listen on (default: ARMADA_GRPC_ADDR, else ARMADA_HOST or "
-        "127.0.0.1 at grpc.port)",
+        default=default_address(config.port, variable),
+        help=f"host:port to listen on (default: {variable}, else ARMADA_HOST or 127.0.0.1 at "
+        "the configured port)",
     )
     args = parser.parse_args(argv)
-    tune_gc()  # as a web worker does: SubmitJobs parses files as large as the REST API's
+    tune_gc()  # as a web worker does: calls parse messages as large as the REST API's
 
     def announce(line: str) -> None:
         print(line, flush=True)
 
     try:
-        asyncio.run(
-            serve(
-                args.address,
-                worker_threads=config.worker_threads,
-                grace_period=config.grace_period,
-                announce=announce,
-            )
-        )
+        asyncio.run(serve(args.address, config, announce))
     except CannotListen as exc:
-        print(f"grpc: {exc}", file=sys.stderr, flush=True)
+        print(f"{name}: {exc}", file=sys.stderr, flush=True)
         return 1
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    def serve(address: str, config: Any, announce: Callable[[str], None]) -> Awaitable[None]:
+        from armada.wire.server import serve
+
+        return serve(
+            address,
+            worker_threads=config.worker_threads,
+            grace_period=config.grace_period,
+            announce=announce,
+        )
+
+    return server_main(
+        argv,
+        prog="python -m armada.grpcserver",
+        description="Serve Armada's gRPC API.",
+        name="grpc",
+        variable="ARMADA_GRPC_ADDR",
+        config_key="grpc",
+        serve=serve,
+    )
 
 
 if __name__ == "__main__":

@@ -61,7 +61,8 @@ def process_kind(argv: Sequence[str], environ: Mapping[str, str]) -> str:
     ``ARMADA_PROCESS_KIND`` wins. Else: ``celery ... beat`` is ``beat``; ``celery ... worker
     -Q scheduler`` is ``scheduler`` and ``-Q executor.<id>`` is ``executor`` (several queues
     join with ``+``); uvicorn, gunicorn and ``manage.py runserver`` are ``web``;
-    ``python -m armada.grpcserver`` is ``grpc``; another management command (``manage.py``,
+    ``python -m armada.grpcserver`` is ``grpc``, ``python -m armada.executorapiserver``
+    ``executor-api``; another management command (``manage.py``,
     ``armada-server``, ``python -m armada``) is its name
     (``migrate``, ``runall``); anything else is its program's name.
     """
@@ -80,6 +81,8 @@ def process_kind(argv: Sequence[str], environ: Mapping[str, str]) -> str:
         return "web"
     if name == "grpcserver":
         return "grpc"
+    if name == "executorapiserver":
+        return "executor-api"
     if name in ("manage", "django-admin", "armada-server", "armada"):
         command = next((a for a in args if not a.startswith("-")), "")
         if command == "runserver":

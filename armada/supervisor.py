@@ -69,6 +69,14 @@ def _death_signal(parent: int) -> Callable[[], None] | None:
     return set_death_signal
 
 
+def die_with(parent: int) -> None:
+    """Have this process killed when ``parent`` dies (Linux; elsewhere nothing): for a
+    process forked by another without exec, such as a Celery worker's embedded beat."""
+    set_death_signal = _death_signal(parent)
+    if set_death_signal is not None:
+        set_death_signal()
+
+
 def _signal_group(child: subprocess.Popen, signum: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(child.pid, signum)

@@ -52,12 +52,11 @@ def main() -> None:
     old = setup_databases(verbosity=0, interactive=False)
     try:
         from armada.core.config import parse_config
-        from armada.executor.agent import ExecutorAgent
-        from armada.executor.backends.fake import FakeBackend
         from armada.services.policies import policy_create
         from armada.services.queues import queue_create
         from armada.services.scheduler import scheduler_cycle
         from armada.services.submit import job_submit
+        from tests.executor_api import api_agent  # the agent over the executor API's handler
 
         settings.ARMADA = parse_config(
             {
@@ -94,7 +93,7 @@ def main() -> None:
         user = get_user_model().objects.create_superuser("bench", "b@example.com", "x")
         policy_create(actor=user, data=POLICY, now=t0)
         queue_create(actor=user, data={"name": "bench", "retryPolicies": ["bench"]}, now=t0)
-        agent = ExecutorAgent(settings.ARMADA.executors[0], FakeBackend())
+        agent = api_agent(settings.ARMADA.executors[0])
         agent.tick(t0)
         spec = {
             "annotations": {

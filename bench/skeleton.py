@@ -40,10 +40,10 @@ def main() -> None:
     old = setup_databases(verbosity=0, interactive=False)
     try:
         from armada.core.config import parse_config
-        from armada.executor.agent import ExecutorAgent
         from armada.services.queues import queue_create
         from armada.services.scheduler import scheduler_cycle
         from armada.services.submit import job_submit
+        from tests.executor_api import api_agent  # the agent over the executor API's handler
 
         settings.ARMADA = parse_config({"scheduling": {"maximumJobsPerRound": args.jobs}})
         t0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -65,7 +65,7 @@ def main() -> None:
                 ]
             }
         ).executors[0]
-        agent = ExecutorAgent(executor)
+        agent = api_agent(executor)
         agent.tick(t0)
 
         spec = {

@@ -45,8 +45,7 @@ def fake_agent(settings, *, cpu: str = "4", memory: str = "16Gi", **config):
     ``memory`` (plus any other top-level configuration given), register it at ``at(0)`` and
     return its agent."""
     from armada.core.config import parse_config
-    from armada.executor.agent import ExecutorAgent
-    from armada.executor.backends.fake import FakeBackend
+    from tests.executor_api import api_agent
 
     settings.ARMADA = parse_config(
         {
@@ -59,7 +58,7 @@ def fake_agent(settings, *, cpu: str = "4", memory: str = "16Gi", **config):
             ],
         }
     )
-    agent = ExecutorAgent(settings.ARMADA.executors[0], FakeBackend())
+    agent = api_agent(settings.ARMADA.executors[0])
     agent.tick(at(0))
     return agent
 

@@ -42,6 +42,8 @@ ROOT = Path(__file__).resolve().parents[1]
         (["/v/bin/gunicorn", "armada.asgi:application"], "web"),
         (["manage.py", "runserver"], "web"),
         (["/src/armada/grpcserver.py", "--address", "x:1"], "grpc"),
+        (["/src/armada/executorapiserver.py", "--address", "x:1"], "executor-api"),
+        (["/srv/venv/lib/python3.11/site-packages/armada/executorapiserver.py"], "executor-api"),
         (["manage.py", "migrate", "--noinput"], "migrate"),
         (["/srv/venv/bin/armada-server", "migrate"], "migrate"),
         (

@@ -6,10 +6,10 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict
+from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer
 
 from armada.core.duration import parse_duration
-from armada.core.quantity import parse_quantity
+from armada.core.quantity import format_quantity, parse_quantity
 
 RFC1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
@@ -31,7 +31,18 @@ def _quantities(value: Any) -> dict[str, int]:
 
 
 Duration = Annotated[float, BeforeValidator(_duration)]
-Quantities = Annotated[dict[str, int], BeforeValidator(_quantities)]
+
+
+def _quantity_texts(value: dict[str, int]) -> dict[str, str]:
+    return {k: format_quantity(v, k) for k, v in value.items()}
+
+
+# Read from text ("32Gi") into milli-units; written back as text when dumped to JSON/YAML.
+Quantities = Annotated[
+    dict[str, int],
+    BeforeValidator(_quantities),
+    PlainSerializer(_quantity_texts, when_used="json"),
+]
 
 
 class Strict(BaseModel):

@@ -29,12 +29,19 @@ from django.db.models import (
 
 
 def bulk_update_fields(objs: Sequence[Model], fields: Sequence[str]) -> int:
-    """Write ``fields`` of every object in ``objs`` (all of one model); returns the row count."""
+    """Write ``fields`` of every object in ``objs`` (all of one model); returns the row count.
+
+    On PostgreSQL the rows go in one ``UPDATE ... FROM unnest(<one array per column>)``: one
+    statement and one round trip however many rows (hundreds of pipelined single-row
+    updates cost several times more). Elsewhere one parameterised ``UPDATE ... WHERE pk = ?``
+    with a parameter set per row."""
     if not objs:
         return 0
     meta = type(objs[0])._meta
     model_fields = [meta.get_field(name) for name in fields]
     quote = connection.ops.quote_name
+    if connection.vendor == "postgresql":
+        return _update_from_arrays(meta, model_fields, objs)
     assignments = ", ".join(f"{quote(f.column)} = %s" for f in model_fields)
     sql = f"UPDATE {quote(meta.db_table)} SET {assignments} WHERE {quote(meta.pk.column)} = %s"
     params = [
@@ -45,6 +52,28 @@ def bulk_update_fields(objs: Sequence[Model], fields: Sequence[str]) -> int:
     with connection.cursor() as cursor:
         cursor.executemany(sql, params)
     return len(params)
+
+
+def _update_from_arrays(meta: Any, model_fields: list[Field], objs: Sequence[Model]) -> int:
+    quote = connection.ops.quote_name
+    pk = meta.pk
+    columns = [pk, *model_fields]
+    arrays = [[pk.get_db_prep_value(obj.pk, connection) for obj in objs]] + [
+        [f.get_db_prep_save(getattr(obj, f.attname), connection) for obj in objs]
+        for f in model_fields
+    ]
+    names = [f"c{i}" for i in range(len(columns))]
+    typed = ", ".join(f"%s::{f.db_type(connection)}[]" for f in columns)
+    assignments = ", ".join(
+        f"{quote(f.column)} = v.{name}" for f, name in zip(model_fields, names[1:], strict=True)
+    )
+    sql = (
+        f"UPDATE {quote(meta.db_table)} AS t SET {assignments} "
+        f"FROM unnest({typed}) AS v({', '.join(names)}) WHERE t.{quote(pk.column)} = v.c0"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, arrays)
+    return len(objs)
 
 
 def insert_rows(model: type[Model], rows: Sequence[Mapping[str, Any]]) -> int:

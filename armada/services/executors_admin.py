@@ -38,6 +38,8 @@ def executor_summary(executor: Executor, *, now: datetime) -> dict[str, Any]:
         "registeredAt": executor.registered_at,
         "lastHeartbeat": executor.last_heartbeat,
         "trackedNodeLabels": executor.tracked_node_labels,
+        "instance": executor.instance,
+        "sessionOpenedAt": executor.session_opened_at,
         "nodeCount": getattr(executor, "node_count", None),
     }
 
@@ -50,6 +52,7 @@ def node_summary(node: Node) -> dict[str, Any]:
         "taints": node.taints,
         "allocatable": node.allocatable,
         "unschedulable": node.unschedulable,
+        "nonArmadaAllocated": node.non_armada_allocated,
         "lastSeen": node.last_seen,
     }
 

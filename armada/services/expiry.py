@@ -4,8 +4,8 @@ An executor silent for longer than ``executorTimeout`` is taken as lost. Each of
 that has not ended becomes ``lease_expired`` and counts as a genuine failure of category
 internal / lease-expired, decided by ``services.decisions`` exactly as a failed pod is,
 without the executor's steps (the pod cannot be reached). Runs and events commit together.
-Executors that the configuration no longer names have their runs handled the same way at
-start-up, without waiting for the timeout (``services.executor_startup``).
+A live executor's runs that it no longer holds are expired the same way by its own rounds of
+the executor API (``services.executor_rounds``).
 """
 
 from __future__ import annotations

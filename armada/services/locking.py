@@ -17,7 +17,7 @@ holds the event-log lock. On SQLite, which has one writer at a time, these are n
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from django.db.models import QuerySet
 
@@ -31,27 +31,34 @@ def lock(queryset: QuerySet) -> QuerySet:
     return queryset.select_for_update(no_key=True, of=("self",)).order_by("pk")
 
 
-def lock_jobs(ids: Iterable[str], *, with_queue: bool = False) -> dict[str, Job]:
+def lock_jobs(
+    ids: Iterable[str], *, with_queue: bool = False, defer: Sequence[str] = ()
+) -> dict[str, Job]:
     """Lock the jobs ``ids`` in id order; returns those that exist, by id. ``with_queue``
-    reads each job's queue along (unlocked)."""
+    reads each job's queue along (unlocked); ``defer`` names columns not read (a caller that
+    never looks at them saves decoding them)."""
     wanted = sorted(set(ids))
     found: dict[str, Job] = {}
     for start in range(0, len(wanted), CHUNK):
         rows = Job.objects.filter(id__any=wanted[start : start + CHUNK])
         if with_queue:
             rows = rows.select_related("queue")
+        if defer:
+            rows = rows.defer(*defer)
         found.update((job.id, job) for job in lock(rows))
     return found
 
 
-def lock_runs_with_jobs(runs: QuerySet, *, with_queue: bool = False) -> list[Run]:
+def lock_runs_with_jobs(
+    runs: QuerySet, *, with_queue: bool = False, defer_job: Sequence[str] = ()
+) -> list[Run]:
     """Lock the runs of ``runs`` and their jobs, jobs first (see the order above); each run
     comes back with its locked job attached. A run that stopped matching ``runs`` while we
     waited for its lock is left out."""
     job_ids = list(runs.values_list("job_id", flat=True))
     if not job_ids:
         return []
-    jobs = lock_jobs(job_ids, with_queue=with_queue)
+    jobs = lock_jobs(job_ids, with_queue=with_queue, defer=defer_job)
     # Only the runs of the jobs locked above: a run created meanwhile (a new lease of a job
     # that was not in the first read) is left for the next pass, since its job is not locked.
     locked = list(lock(runs.filter(job_id__in=jobs.keys())))

@@ -21,6 +21,7 @@ from django.db.models import Count
 from armada.core.fairshare import dominant_share
 from armada.core.states import JobState, RunState
 from armada.models import Executor, Job, Node, Queue, Run
+from armada.services.snapshot import armada_allocatable
 
 ACTIVE_RUNS = [RunState.LEASED, RunState.PENDING, RunState.RUNNING]
 ACTIVE_JOBS = [JobState.QUEUED, JobState.LEASED, JobState.PENDING, JobState.RUNNING]
@@ -38,16 +39,17 @@ class QueueShare:
 
 
 def pool_capacity(*, now: datetime, pool: str | None = None) -> dict[str, int]:
-    """The summed allocatable (milli-units) of the live, schedulable nodes of ``pool``."""
+    """The summed allocatable (milli-units) of the live, schedulable nodes of ``pool``, less
+    what pods Armada did not start use on them."""
     cutoff = now - timedelta(seconds=settings.ARMADA.executor_timeout)
     live = Executor.objects.filter(last_heartbeat__gte=cutoff, cordoned=False).values("id")
     nodes = Node.objects.filter(executor_id__in=live, unschedulable=False)
     if pool:
         nodes = nodes.filter(pool=pool)
     capacity: dict[str, int] = defaultdict(int)
-    for allocatable in nodes.values_list("allocatable", flat=True):
-        for resource, amount in (allocatable or {}).items():
-            capacity[resource] += int(amount)
+    for allocatable, others in nodes.values_list("allocatable", "non_armada_allocated"):
+        for resource, amount in armada_allocatable(allocatable or {}, others).items():
+            capacity[resource] += amount
     return dict(capacity)
 
 

@@ -24,12 +24,19 @@ def pod_tolerations(pod_spec: Mapping) -> list[Toleration]:
     return out
 
 
+def armada_allocatable(allocatable: Mapping, others: Mapping | None) -> dict[str, int]:
+    """What of a node's allocatable Armada may use: less what pods it did not start use
+    (reported by the executor), never below zero."""
+    used = others or {}
+    return {k: max(0, int(v) - int(used.get(k, 0))) for k, v in allocatable.items()}
+
+
 def node_state(node: Node) -> NodeState:
     return NodeState(
         id=f"{node.executor_id}/{node.name}",
         executor=node.executor_id,
         name=node.name,
-        allocatable=Resources(node.allocatable),
+        allocatable=Resources(armada_allocatable(node.allocatable, node.non_armada_allocated)),
         labels=node.labels,
         taints=[
             Taint(t.get("key", ""), t.get("value", ""), t.get("effect", "NoSchedule"))

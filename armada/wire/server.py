@@ -33,7 +33,7 @@ import contextlib
 import logging
 import signal
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -73,6 +73,23 @@ SERVER_OPTIONS = [
 
 class CannotListen(Exception):
     """The server's address cannot be bound (taken, or not this machine's)."""
+
+
+def listen(
+    server: grpc.aio.Server, address: str, credentials: grpc.ServerCredentials | None = None
+) -> int:
+    """Have ``server`` listen on ``address`` (port 0 picks one), with TLS when
+    ``credentials`` are given; the port bound. CannotListen when it cannot be bound."""
+    try:
+        if credentials is None:
+            port = server.add_insecure_port(address)
+        else:
+            port = server.add_secure_port(address, credentials)
+    except RuntimeError as exc:
+        raise CannotListen(f"cannot listen on {address}: {exc}") from None
+    if not port:
+        raise CannotListen(f"cannot listen on {address}")
+    return port
 
 
 def status_of(exc: BaseException) -> WireError:
@@ -205,13 +222,7 @@ class WireServer:
     def add_port(self, address: str) -> int:
         """Listen on ``address`` (``host:port``; port 0 picks a free one); the port bound.
         Raises CannotListen when it cannot be bound."""
-        try:
-            port = self.server.add_insecure_port(address)
-        except RuntimeError as exc:
-            raise CannotListen(f"cannot listen on {address}: {exc}") from None
-        if not port:
-            raise CannotListen(f"cannot listen on {address}")
-        return port
+        return listen(self.server, address)
 
     async def start(self) -> None:
         await self.server.start()
@@ -226,23 +237,46 @@ class WireServer:
 async def serve(address: str, *, worker_threads: int, grace_period: float, announce=print) -> None:
     """Serve every registered operation on ``address`` until SIGTERM or SIGINT, then stop
     gracefully (``WireServer.stop``)."""
+    await serve_until_signalled(
+        WireServer,
+        lambda server: server.add_port(address),
+        name="grpc",
+        what=lambda server, port: (
+            f"{len(server.operations)} operations of Armada's API on "
+            f"{address.rpartition(':')[0]}:{port} ({worker_threads} worker threads)"
+        ),
+        worker_threads=worker_threads,
+        grace_period=grace_period,
+        announce=announce,
+    )
+
+
+async def serve_until_signalled(
+    make: Callable[[], Any],
+    listen: Callable[[Any], int],
+    *,
+    name: str,
+    what: Callable[[Any, int], str],
+    worker_threads: int,
+    grace_period: float,
+    announce: Callable[[str], None],
+) -> None:
+    """Run a server process's life: bound worker threads for its calls, ``make()`` a server
+    (``start``/``stop(grace)``), ``listen(server)`` for its port, serve until SIGTERM or
+    SIGINT, then give calls in flight ``grace_period``. ``name`` starts each line it says."""
     loop = asyncio.get_running_loop()
-    executor = ThreadPoolExecutor(max_workers=worker_threads, thread_name_prefix="grpc-call")
+    executor = ThreadPoolExecutor(max_workers=worker_threads, thread_name_prefix=f"{name}-call")
     loop.set_default_executor(executor)
-    server = WireServer()
-    port = server.add_port(address)
+    server = make()
+    port = listen(server)
     await server.start()
     stop = asyncio.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
-    host = address.rpartition(":")[0]
-    announce(
-        f"grpc: serving {len(server.operations)} operations of Armada's API on {host}:{port} "
-        f"({worker_threads} worker threads)"
-    )
+    announce(f"{name}: serving {what(server, port)}")
     await stop.wait()
-    announce(f"grpc: stopping; calls in flight have {grace_period:g} s")
+    announce(f"{name}: stopping; calls in flight have {grace_period:g} s")
     await server.stop(grace_period)
     with contextlib.suppress(Exception):
         executor.shutdown(wait=False, cancel_futures=True)
-    announce("grpc: stopped")
+    announce(f"{name}: stopped")

@@ -6,14 +6,13 @@ from __future__ import annotations
 import pytest
 
 from armada.core.config import parse_config
-from armada.executor.agent import ExecutorAgent
-from armada.executor.backends.fake import FakeBackend
 from armada.models import Event, Job, Queue, RetryPolicy, SchedulingReason
 from armada.services import stopping
 from armada.services.records import records_write
 from armada.services.scheduler import scheduler_cycle
 from armada.services.submit import job_submit
 from tests.conftest import at, job, job_file
+from tests.executor_api import api_agent
 
 pytestmark = pytest.mark.django_db
 FAKE = "fake.armadaproject.io/"
@@ -38,7 +37,7 @@ def agent(settings):
             ]
         }
     )
-    a = ExecutorAgent(settings.ARMADA.executors[0], FakeBackend())
+    a = api_agent(settings.ARMADA.executors[0])
     a.tick(at(0))
     return a
 

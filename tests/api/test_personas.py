@@ -20,8 +20,6 @@ from asgiref.sync import sync_to_async
 from django.test import AsyncClient
 
 from armada.core.config import parse_config
-from armada.executor.agent import ExecutorAgent
-from armada.executor.backends.fake import FakeBackend
 from armada.models import (
     Event,
     Executor,
@@ -37,6 +35,7 @@ from armada.services.queues import queue_create
 from armada.services.scheduler import scheduler_cycle
 from armada.services.submit import job_submit
 from tests.conftest import at, job, job_file
+from tests.executor_api import api_agent
 
 FAKE = "fake.armadaproject.io/"
 PERSONAS = ("admin_user", "owner", "member", "outsider", "anonymous")
@@ -341,7 +340,7 @@ def world(settings, queue, admin_user, owner) -> World:
             ]
         }
     )
-    agent = ExecutorAgent(settings.ARMADA.executors[0], FakeBackend())
+    agent = api_agent(settings.ARMADA.executors[0])
     agent.tick(at(0))
     running, waiting = job_submit(
         actor=owner,

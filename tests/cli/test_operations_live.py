@@ -11,11 +11,11 @@ from django.contrib.auth.models import Group, Permission
 
 from armada.core.config import parse_config
 from armada.models import Executor, Job, Queue, RetryPolicy
-from armada.services.executors import executor_register
 from armada.services.records import records_write
 from armada.services.submit import job_submit
 from tests.cli.conftest import live_armadactl
 from tests.conftest import at, job, job_file
+from tests.executor_api import register_executor
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -107,7 +107,7 @@ def test_executors_cordon_and_nodes(ctl, owner):
             ]
         }
     )
-    executor_register(config=config.executors[0], now=at(0))
+    register_executor(config.executors[0], at(0))
     code, out, _ = ctl("get", "executors")
     assert code == 0 and out.splitlines()[1].split()[:4] == [
         "cluster-1",

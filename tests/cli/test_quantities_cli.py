@@ -9,9 +9,9 @@ import pytest
 import yaml
 
 from armada.core.config import parse_config
-from armada.services.executors import executor_register
 from tests.cli.conftest import live_armadactl
 from tests.conftest import at
+from tests.executor_api import register_executor
 from tests.lookout.builders import make_job, make_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -79,7 +79,7 @@ def test_get_executor_shows_allocatable_as_quantities(ctl):
             ]
         }
     )
-    executor_register(config=config.executors[0], now=at(0))
+    register_executor(config.executors[0], at(0))
     code, out, _ = ctl("get", "executor", "cluster-1")
     assert code == 0
     node_row = next(line for line in out.splitlines() if line.startswith("n1 "))

@@ -15,8 +15,6 @@ import pytest
 from armada.cli.main import main
 from armada.cli.watch import decision_text, format_event, shorten
 from armada.core.config import parse_config
-from armada.executor.agent import ExecutorAgent
-from armada.executor.backends.fake import FakeBackend
 from armada.models import Event
 from armada.services.events import event_as_dict
 from armada.services.policies import policy_create
@@ -24,6 +22,7 @@ from armada.services.policy_cache import policy_cache
 from armada.services.queues import queue_update
 from tests.cli.fake_armada import FakeArmada
 from tests.conftest import at
+from tests.executor_api import ApiAgent, api_agent
 from tests.services.decision_world import CATEGORIES, POLICY, drive, submit
 
 pytestmark = pytest.mark.django_db
@@ -41,7 +40,7 @@ def fresh_policy_cache():
 
 
 @pytest.fixture
-def agent(settings, queue, admin_user) -> ExecutorAgent:
+def agent(settings, queue, admin_user) -> ApiAgent:
     """One fake executor with the spec's categories (with hints), and queue ``demo`` under
     policy ``training`` with a retry limit of 3 (rule 1 fails user errors, rule 4 retries
     OOMs with memory x1.5)."""
@@ -66,7 +65,7 @@ def agent(settings, queue, admin_user) -> ExecutorAgent:
     )
     policy_create(actor=admin_user, data={**POLICY, "retryLimit": 3}, now=at(0))
     queue_update(actor=admin_user, name="demo", data={"retryPolicies": ["training"]}, now=at(0))
-    executor = ExecutorAgent(settings.ARMADA.executors[0], FakeBackend())
+    executor = api_agent(settings.ARMADA.executors[0])
     executor.tick(at(0))
     return executor
 

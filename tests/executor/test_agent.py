@@ -10,13 +10,12 @@ import pytest
 import yaml
 
 from armada.core.config import parse_config
-from armada.executor.agent import ExecutorAgent
 from armada.executor.backends.base import PodRequest
-from armada.executor.backends.fake import FakeBackend
 from armada.models import Event, Job, MetricCounter, Run, RunLog
 from armada.services.scheduler import scheduler_cycle
 from armada.services.submit import job_submit
 from tests.conftest import at, job, job_file
+from tests.executor_api import ApiAgent, api_agent
 
 pytestmark = pytest.mark.django_db
 
@@ -29,14 +28,14 @@ def shipped_categories() -> dict:
     return config["executors"][0]["errorCategories"]
 
 
-def agent(**executor) -> ExecutorAgent:
+def agent(**executor) -> ApiAgent:
     data = {
         "id": "test",
         "nodes": [{"name": "n", "count": 2, "allocatable": {"cpu": "8", "memory": "32Gi"}}],
         "errorCategories": shipped_categories(),
         **executor,
     }
-    return ExecutorAgent(parse_config({"executors": [data]}).executors[0], FakeBackend())
+    return api_agent(parse_config({"executors": [data]}).executors[0])
 
 
 def submit(owner, **annotations) -> str:
@@ -52,7 +51,7 @@ def types_for(job_id: str) -> list[str]:
     return list(Event.objects.filter(job_id=job_id).order_by("id").values_list("type", flat=True))
 
 
-def pod_names(a: ExecutorAgent, t: float) -> set[str]:
+def pod_names(a: ApiAgent, t: float) -> set[str]:
     return {s.name for s in a.backend.poll(at(t))}
 
 

@@ -12,9 +12,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from armada.core.config import parse_config
-from armada.executor.agent import ExecutorAgent
 from armada.executor.backends.base import PodStatus
-from armada.executor.backends.fake import FakeBackend
 from armada.executor.kept_pods import expired_kept_pods
 from armada.models import MetricCounter, Run
 from armada.services.policies import policy_create
@@ -23,6 +21,7 @@ from armada.services.queues import queue_update
 from armada.services.scheduler import scheduler_cycle
 from tests.conftest import at
 from tests.executor.test_agent import agent, pod_names, run_of, submit
+from tests.executor_api import ApiAgent, api_agent
 from tests.services.decision_world import POLICY, configure, drive
 from tests.services.decision_world import submit as submit_with
 
@@ -37,7 +36,7 @@ def deleted_count(cluster: str = "test") -> int:
     return row.value if row else 0
 
 
-def failed_and_kept(a: ExecutorAgent, owner, **annotations: str) -> str:
+def failed_and_kept(a: ApiAgent, owner, **annotations: str) -> str:
     """A job whose pod ends at 3 s and fails with exit code 1 (user-error: Retain), reported
     at 5 s; returns its job id."""
     job_id = submit(owner, duration="1s", exitCode="1", **annotations)
@@ -178,5 +177,5 @@ def test_expired_kept_pods_picks_only_ended_failed_pods_of_inactive_runs() -> No
 
 def test_the_executor_config_reads_the_retention() -> None:
     config = parse_config({"executors": [{"id": "x", "keptPodRetention": "90m"}]})
-    a = ExecutorAgent(config.executors[0], FakeBackend())
+    a = api_agent(config.executors[0])
     assert a.config.kept_pod_retention == 5400.0

@@ -15,9 +15,7 @@ from django.db import connection
 from django.utils import timezone
 
 from armada.core.config import parse_config
-from armada.executor import agent as agent_module
-from armada.executor.agent import ExecutorAgent
-from armada.executor.backends.fake import FakeBackend
+from armada.executor import pod_steps as agent_module
 from armada.models import MetricCounter, Run
 from armada.services.decisions import failures_decide
 from armada.services.kept_pods import KEPT_PODS_DELETED_COUNTER
@@ -27,6 +25,7 @@ from armada.services.queues import queue_update
 from armada.services.scheduler import scheduler_cycle, scheduler_state_reset
 from armada.services.submit import job_submit
 from tests.conftest import job_file
+from tests.executor_api import ApiAgent, api_agent
 from tests.racing import Race, deadlocks, exit_code_categories, fake_jobs, flaky_policy
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -82,7 +81,7 @@ def test_kept_pod_deletions_race_reports_and_decisions_without_deadlock(
     now = timezone.now()
     policy_create(actor=admin_user, data=POLICY, now=now)
     queue_update(actor=admin_user, name="demo", data={"retryPolicies": ["keeper"]}, now=now)
-    agents = [ExecutorAgent(config, FakeBackend()) for config in settings.ARMADA.executors]
+    agents = [api_agent(config) for config in settings.ARMADA.executors]
 
     # Count what the agents found expired, to compare with the counter afterwards.
     expired_total = {name: 0 for name in EXECUTORS}
@@ -106,7 +105,7 @@ def test_kept_pod_deletions_race_reports_and_decisions_without_deadlock(
     def submitter(n: int) -> None:
         job_submit(actor=owner, data=job_file(jobs=_jobs(n)), now=timezone.now())
 
-    def executor(a: ExecutorAgent) -> Callable[[int], None]:
+    def executor(a: ApiAgent) -> Callable[[int], None]:
         return lambda _: a.tick(timezone.now())
 
     def decide(_: int) -> None:

@@ -12,12 +12,12 @@ import pytest
 from django.utils import timezone
 
 from armada.conf import load_config_file
-from armada.executor.agent import ExecutorAgent
 from armada.executor.backends.local import LocalBackend
 from armada.models import Event, Job, Run, RunLog
 from armada.services.scheduler import scheduler_cycle
 from armada.services.submit import job_submit
 from tests.conftest import job_file
+from tests.executor_api import ApiAgent, api_agent
 
 pytestmark = pytest.mark.django_db
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,9 +27,9 @@ def local_config():
     return load_config_file(ROOT / "config" / "examples" / "local-executor.yaml").executors[0]
 
 
-def make_agent(state_dir: Path) -> ExecutorAgent:
+def make_agent(state_dir: Path) -> ApiAgent:
     config = local_config()
-    return ExecutorAgent(config, LocalBackend(state_dir, executor_id=config.id))
+    return api_agent(config, LocalBackend(state_dir, executor_id=config.id))
 
 
 def now() -> datetime:
@@ -56,7 +56,7 @@ def submit(owner, command: list[str], memory: str = "64Mi", **extra) -> str:
     return job_submit(actor=owner, data=job_file(jobs=[spec]), now=now())[0]
 
 
-def run_until(agent: ExecutorAgent, job_id: str, states: set[str], timeout: float = 20.0) -> Job:
+def run_until(agent: ApiAgent, job_id: str, states: set[str], timeout: float = 20.0) -> Job:
     deadline = time.monotonic() + timeout
     while True:
         scheduler_cycle(now=now())

@@ -14,7 +14,6 @@ from django.utils import timezone
 
 from armada.conf import load_config_file
 from armada.core.config import parse_config
-from armada.executor.agent import ExecutorAgent
 from armada.executor.backends import make_backend
 from armada.executor.backends.base import PodRejected, PodRequest
 from armada.executor.backends.fake import FakeBackend
@@ -26,6 +25,7 @@ from armada.services.queues import queue_update
 from armada.services.scheduler import scheduler_cycle
 from armada.services.submit import job_submit
 from tests.conftest import at, container, job_file
+from tests.executor_api import ApiAgent, api_agent
 from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -98,11 +98,9 @@ def test_the_backend_gets_the_namespaces_of_the_executor_configuration(kind, tmp
 # --- through the agent and the services --------------------------------------------------------
 
 
-def fake_agent(settings, executors: list[dict], **scheduling) -> list[ExecutorAgent]:
+def fake_agent(settings, executors: list[dict], **scheduling) -> list[ApiAgent]:
     settings.ARMADA = parse_config({"scheduling": scheduling, "executors": executors})
-    agents = [
-        ExecutorAgent(e, FakeBackend(namespaces=e.namespaces)) for e in settings.ARMADA.executors
-    ]
+    agents = [api_agent(e, FakeBackend(namespaces=e.namespaces)) for e in settings.ARMADA.executors]
     for a in agents:
         a.tick(at(0))
     return agents
@@ -124,7 +122,7 @@ def submit(owner, namespace: str, **annotations) -> str:
     return job_submit(actor=owner, data=job_file(jobs=[spec]), now=at(0))[0]
 
 
-def step(agents: list[ExecutorAgent], t: float) -> None:
+def step(agents: list[ApiAgent], t: float) -> None:
     scheduler_cycle(now=at(t))
     for a in agents:
         a.tick(at(t))
@@ -225,7 +223,7 @@ def test_the_local_backend_refuses_and_runs_by_namespace(tmp_path, settings, que
     backend = LocalBackend(
         tmp_path / "executor", executor_id=config.id, namespaces=["default", "ml"]
     )
-    agent = ExecutorAgent(config, backend)
+    agent = api_agent(config, backend)
     agent.tick(timezone.now())
 
     def submit_local(namespace: str) -> str:

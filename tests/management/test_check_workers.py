@@ -1,6 +1,8 @@
 """``manage.py check_workers``: one line per check, exit 0 when all pass, 1 when one fails,
-2 on bad usage; the leases and heartbeats in the database, and with Redis a ping through
-the broker, against a real Celery worker."""
+2 on bad usage; the leases, and the heartbeat of every executor registered through the
+executor API or named by the configuration, in the database; with Redis a ping of the
+scheduler's queue through the broker (executors run their Celery workers on brokers of
+their own, so none is pinged), against a real Celery worker."""
 
 from __future__ import annotations
 
@@ -16,10 +18,10 @@ import yaml
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
-from armada.core.config import parse_config
+from armada.core.config import Executor, parse_config
 from armada.management.commands import check_workers
 from armada.models import LeaderLease
-from armada.services.executors import executor_register
+from tests.executor_api import register_executor
 from tests.management.celery_calls import call_scheduler_cycle
 from tests.waiting import wait_until
 
@@ -64,7 +66,7 @@ def lease(name: str, holder: str, expires_in: float) -> None:
 def test_all_alive(configured):
     now = timezone.now()
     for executor in configured.executors:
-        executor_register(config=executor, now=now - timedelta(seconds=5))
+        register_executor(executor, now - timedelta(seconds=5))
     lease("scheduler", "other-host:1:2", 25)
     lease("beat", "other-host:1:3:abc", 4)
     code, lines = run()
@@ -78,7 +80,7 @@ def test_all_alive(configured):
 
 
 def test_each_kind_of_failure_is_named_and_exits_1(configured):
-    executor_register(config=configured.executors[0], now=timezone.now() - timedelta(seconds=95))
+    register_executor(configured.executors[0], timezone.now() - timedelta(seconds=95))
     lease("scheduler", "other-host:1:2", -40)
     code, lines = run()
     assert code == 1
@@ -93,7 +95,7 @@ def test_each_kind_of_failure_is_named_and_exits_1(configured):
         "FAIL: executor east (heartbeat): last heartbeat 95 s ago (executorTimeout 60 s)"
     )
     assert lines[3] == (
-        "FAIL: executor west (heartbeat): never registered: its worker has not ticked yet"
+        "FAIL: executor west (heartbeat): never registered: it has not reached the executor API yet"
     )
 
 
@@ -112,8 +114,33 @@ def test_a_lease_of_a_process_that_has_exited_or_was_released_fails(configured):
     assert "released and is held by nobody" in lines[0]
 
 
+def test_every_registered_executor_is_checked_whether_configured_or_not(configured):
+    """An executor brings its configuration with it: one the control plane's configuration
+    does not name is checked once it has registered through the executor API."""
+    now = timezone.now()
+    elsewhere = Executor(
+        id="north", nodes=[{"name": "n", "allocatable": {"cpu": "2", "memory": "4Gi"}}]
+    )
+    for executor in (*configured.executors, elsewhere):
+        register_executor(executor, now - timedelta(seconds=5))
+    lease("scheduler", "other-host:1:2", 25)
+    lease("beat", "other-host:1:3:abc", 4)
+    code, lines = run()
+    assert code == 0, lines
+    assert [line.split(" (")[0] for line in lines[2:]] == [
+        "ok: executor east",
+        "ok: executor north",
+        "ok: executor west",
+    ]
+    code, lines = run("--executor", "north")
+    assert code == 0
+    assert lines == [
+        "ok: executor north (heartbeat): last heartbeat 5 s ago (executorTimeout 60 s)"
+    ]
+
+
 def test_options_pick_the_checks(configured):
-    executor_register(config=configured.executors[1], now=timezone.now())
+    register_executor(configured.executors[1], timezone.now())
     code, lines = run("--executor", "west")
     assert code == 0 and len(lines) == 1 and lines[0].startswith("ok: executor west (heartbeat)")
     code, lines = run("--executor", "west", "--executor", "east")
@@ -122,13 +149,53 @@ def test_options_pick_the_checks(configured):
     assert code == 1 and len(lines) == 1 and lines[0].startswith("FAIL: beat (lease)")
 
 
+def test_an_executor_never_seen_fails_as_never_registered_not_as_bad_usage(configured):
+    """Any id may be asked for: the control plane cannot know every cluster's executor
+    beforehand, so one it has never heard from is a failed check (exit 1), not a usage
+    error."""
+    code, lines = run("--executor", "north")
+    assert code == 1
+    assert lines == [
+        "FAIL: executor north (heartbeat): never registered: it has not reached the executor "
+        "API yet"
+    ]
+
+
 def test_bad_usage_is_exit_code_2(configured):
-    with pytest.raises(CommandError, match="--executor: north is not in the configuration") as e:
-        run("--executor", "north")
-    assert e.value.returncode == 2
     with pytest.raises(CommandError, match="--timeout: must be more than 0") as e:
         run("--timeout", "0")
     assert e.value.returncode == 2
+    with pytest.raises(CommandError, match="--timeout: must be more than 0") as e:
+        run("--executor", "east", "--timeout", "-1")
+    assert e.value.returncode == 2
+
+
+def test_only_the_schedulers_queue_is_pinged(configured, settings, monkeypatch):
+    """With remote control (Redis), the scheduler's queue is pinged; executors' queues are
+    on their own brokers, out of reach, so their heartbeat is their only check."""
+    settings.CELERY_WORKER_ENABLE_REMOTE_CONTROL = True
+    asked: list[float] = []
+
+    def consumers(timeout: float) -> dict[str, list[str]]:
+        asked.append(timeout)
+        return {"scheduler": ["scheduler@a"], "executor.east": ["executor-east@b"]}
+
+    monkeypatch.setattr(check_workers, "consumers", consumers)
+    now = timezone.now()
+    for executor in configured.executors:
+        register_executor(executor, now)
+    lease("scheduler", "other-host:1:2", 25)
+    lease("beat", "other-host:1:3:abc", 4)
+    code, lines = run("--timeout", "2")
+    assert code == 0, lines
+    assert [line for line in lines if "(ping)" in line] == [
+        "ok: scheduler (ping): scheduler@a on queue 'scheduler' answered"
+    ]
+    assert asked == [2.0]
+    # An executor's check alone asks the broker nothing.
+    code, lines = run("--executor", "east")
+    assert code == 0 and len(lines) == 1 and "(ping)" not in lines[0]
+    assert asked == [2.0]
 
 
 def test_a_database_that_does_not_answer_fails_within_the_timeout(configured, monkeypatch):
@@ -190,6 +257,8 @@ def test_against_a_real_scheduler_worker(tmp_path, settings):
             assert "ok: scheduler (ping): scheduler@check-test on queue 'scheduler' answered" in (
                 passed.stdout
             )
+        # --scheduler checks the scheduler alone: no executor, and no executor's queue.
+        assert "executor" not in passed.stdout
         worker.terminate()
         worker.wait(timeout=60)
         if os.environ.get("REDIS_URL"):
@@ -202,13 +271,43 @@ def test_against_a_real_scheduler_worker(tmp_path, settings):
         if worker.poll() is None:
             worker.kill()
             worker.wait()
-    # The exit code a supervisor sees for bad usage, from the real command line.
-    bad = subprocess.run(
-        [PY, "manage.py", "check_workers", "--executor", "north"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
+    # The exit codes a supervisor sees, from the real command line: 1 for an executor that
+    # never reached the executor API, whatever its id; 2 for bad usage.
+
+    def command(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [PY, "manage.py", "check_workers", *args],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    unknown = command("--executor", "north")
+    assert unknown.returncode == 1, unknown.stdout + unknown.stderr
+    assert unknown.stdout == (
+        "FAIL: executor north (heartbeat): never registered: it has not reached the executor "
+        "API yet\n"
     )
-    assert bad.returncode == 2 and "north is not in the configuration" in bad.stderr
+    bad = command("--timeout", "0")
+    assert bad.returncode == 2 and "--timeout: must be more than 0 seconds" in bad.stderr
+
+
+def test_a_registered_executor_is_checked_until_its_credentials_are_revoked(configured):
+    from armada.models import ExecutorCredential
+
+    now = timezone.now()
+    for executor in configured.executors:
+        register_executor(executor, now - timedelta(seconds=5))
+    far = Executor.model_validate(
+        {"id": "far", "nodes": [{"name": "n", "allocatable": {"cpu": "1", "memory": "1Gi"}}]}
+    )
+    register_executor(far, now - timedelta(seconds=300))  # not in the configuration
+    code, lines = run("--executor", "far")
+    assert code == 1 and "executor far (heartbeat)" in lines[0]
+    code, lines = run()
+    assert code == 1 and any(line.startswith("FAIL: executor far (heartbeat)") for line in lines)
+    ExecutorCredential.objects.filter(cluster_id="far").update(revoked_at=now)  # retired
+    code, lines = run()
+    assert not any("far" in line for line in lines), lines

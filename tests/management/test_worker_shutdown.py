@@ -50,16 +50,16 @@ def _counts(job_ids: list[str]) -> dict[str, int]:
 @pytest.mark.django_db(transaction=True)
 def test_sigterm_mid_cycle_commits_the_cycle_and_exits_0(tmp_path, admin_user, settings):
     from armada.core.config import parse_config
-    from armada.services.executors import executor_register
     from armada.services.queues import queue_create
     from armada.services.submit import job_submit
     from tests.e2e.conftest import process_env
+    from tests.executor_api import register_executor
 
     config_path = tmp_path / "armada.yaml"
     config_path.write_text(yaml.safe_dump(CONFIG))
     settings.ARMADA = parse_config(CONFIG)
     now = timezone.now()
-    executor_register(config=settings.ARMADA.executors[0], now=now)
+    register_executor(settings.ARMADA.executors[0], now)
     queue_create(actor=admin_user, data={"name": "stopping"}, now=now)
     job_ids = job_submit(
         actor=admin_user, data=job_file("stopping", jobs=[job() for _ in range(JOBS)]), now=now

@@ -6,12 +6,11 @@ drive scheduler cycles and executor ticks, and read what was decided. The fixtur
 from __future__ import annotations
 
 from armada.core.config import parse_config
-from armada.executor.agent import ExecutorAgent
-from armada.executor.backends.fake import FakeBackend
 from armada.models import Event, MetricCounter, Run
 from armada.services.scheduler import scheduler_cycle
 from armada.services.submit import job_submit
 from tests.conftest import at, container, job_file
+from tests.executor_api import api_agent
 
 FAKE = "fake.armadaproject.io/"
 CATEGORIES = {
@@ -83,7 +82,7 @@ def configure(settings, *, enabled=True, cap=5, nodes=2, default_policy=""):
     if enabled is False:
         config["scheduling"]["retryPolicy"] = {"enabled": False}
     settings.ARMADA = parse_config(config)
-    return ExecutorAgent(settings.ARMADA.executors[0], FakeBackend())
+    return api_agent(settings.ARMADA.executors[0])
 
 
 def submit(owner, annotations=None, memory="1Gi", extra_annotations=None) -> str:

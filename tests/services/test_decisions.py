@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from armada.executor.agent import ExecutorAgent
-from armada.executor.backends.fake import FakeBackend
 from armada.models import Job, MetricCounter
 from armada.services.policies import policy_create
 from armada.services.queues import queue_update
 from armada.services.scheduler import scheduler_cycle
 from tests.conftest import at
+from tests.executor_api import api_agent
 from tests.services.decision_world import (
     POLICY,
     configure,
@@ -209,7 +208,7 @@ def test_avoid_same_node_without_the_node_id_label_tracked_warns_once_and_avoids
     agent = configure(settings, nodes=1)
     untracked = settings.ARMADA.executors[0].model_copy(update={"tracked_node_labels": []})
     settings.ARMADA = settings.ARMADA.model_copy(update={"executors": [untracked]})
-    agent = ExecutorAgent(untracked, FakeBackend())
+    agent = api_agent(untracked)
     agent.tick(at(0))
     first = submit(owner, {"nodeLost": "true"})
     second = submit(owner, {"nodeLost": "true"})

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from armada.core.config import parse_config
-from armada.executor.agent import ExecutorAgent
 from armada.models import Event, Job, Run
 from armada.services.scheduler import scheduler_cycle
 from armada.services.submit import job_submit
 from tests.conftest import at, job, job_file
+from tests.executor_api import api_agent
 
 pytestmark = pytest.mark.django_db
 
@@ -35,7 +35,7 @@ def types_for(job_id: str) -> list[str]:
 
 
 def test_a_job_travels_from_queued_to_succeeded(queue, owner):
-    agent = ExecutorAgent(executor_config())
+    agent = api_agent(executor_config())
     agent.tick(at(0))  # registers the executor and its node
     [job_id] = job_submit(
         actor=owner, data=job_file(jobs=[job(annotations={FAKE + "duration": "5s"})]), now=at(0)
@@ -67,7 +67,7 @@ def test_a_job_travels_from_queued_to_succeeded(queue, owner):
 
 
 def test_exit_code_one_fails_the_job_with_the_exit_code_in_the_event(queue, owner):
-    agent = ExecutorAgent(executor_config())
+    agent = api_agent(executor_config())
     agent.tick(at(0))
     annotations = {
         FAKE + "duration": "1s",
@@ -95,7 +95,7 @@ def test_exit_code_one_fails_the_job_with_the_exit_code_in_the_event(queue, owne
 
 
 def test_pod_that_starts_and_ends_between_ticks_reports_every_phase(queue, owner):
-    agent = ExecutorAgent(executor_config())
+    agent = api_agent(executor_config())
     agent.tick(at(0))
     annotations = {FAKE + "pendingDuration": "1s", FAKE + "duration": "1s"}
     [job_id] = job_submit(
@@ -113,7 +113,7 @@ def test_pod_that_starts_and_ends_between_ticks_reports_every_phase(queue, owner
 
 
 def test_oom_killed_pod_reports_the_condition(queue, owner):
-    agent = ExecutorAgent(executor_config())
+    agent = api_agent(executor_config())
     agent.tick(at(0))
     [job_id] = job_submit(
         actor=owner,
@@ -128,7 +128,7 @@ def test_oom_killed_pod_reports_the_condition(queue, owner):
 
 
 def test_jobs_beyond_capacity_wait_and_start_when_room_frees(queue, owner):
-    agent = ExecutorAgent(executor_config(nodes=1, cpu="2", memory="4Gi"))
+    agent = api_agent(executor_config(nodes=1, cpu="2", memory="4Gi"))
     agent.tick(at(0))
     ids = job_submit(
         actor=owner,
@@ -145,7 +145,7 @@ def test_jobs_beyond_capacity_wait_and_start_when_room_frees(queue, owner):
 
 
 def test_no_leases_on_an_executor_whose_heartbeat_is_stale(queue, owner, settings):
-    agent = ExecutorAgent(executor_config())
+    agent = api_agent(executor_config())
     agent.tick(at(0))
     job_submit(actor=owner, data=job_file(), now=at(0))
     timeout = settings.ARMADA.executor_timeout
@@ -157,9 +157,9 @@ def test_no_leases_on_an_executor_whose_heartbeat_is_stale(queue, owner, setting
 def test_repeated_reports_are_ignored(queue, owner):
     from armada.core.reports import RunReport
     from armada.core.states import RunState
-    from armada.services.runs import runs_apply_reports
+    from armada.services.run_reports import runs_apply_reports
 
-    agent = ExecutorAgent(executor_config())
+    agent = api_agent(executor_config())
     agent.tick(at(0))
     [job_id] = job_submit(actor=owner, data=job_file(), now=at(0))
     scheduler_cycle(now=at(1))
@@ -174,24 +174,29 @@ def test_repeated_reports_are_ignored(queue, owner):
     assert types_for(job_id).count("succeeded") == 1
 
 
-def test_lost_pod_is_reported_as_internal_pod_missing(queue, owner):
-    agent = ExecutorAgent(executor_config())
+def test_a_run_whose_pod_a_restarted_executor_does_not_have_expires_after_the_timeout(queue, owner):
+    """A fake cluster dies with its executor: the new process holds nothing, so the run it
+    had reported running is missing from its rounds, and is expired (a genuine failure)
+    once it has been missing for executorTimeout, not before."""
+    agent = api_agent(executor_config())
     agent.tick(at(0))
     [job_id] = job_submit(
-        actor=owner, data=job_file(jobs=[job(annotations={FAKE + "duration": "60s"})]), now=at(0)
+        actor=owner, data=job_file(jobs=[job(annotations={FAKE + "duration": "600s"})]), now=at(0)
     )
     scheduler_cycle(now=at(1))
     agent.tick(at(2))
-    restarted = ExecutorAgent(executor_config())  # a new process: the fake cluster is gone
+    assert Run.objects.get(job_id=job_id).state == "running"
+    restarted = api_agent(executor_config())  # a new process: the fake cluster is gone
     restarted.tick(at(3))
-    scheduler_cycle(now=at(4))
-    run = Run.objects.get(job_id=job_id)
+    restarted.tick(at(62))  # missing for 59 s: not yet
+    assert Run.objects.get(job_id=job_id).state == "running"
+    restarted.tick(at(64))
+    scheduler_cycle(now=at(65))
+    run = Run.objects.filter(job_id=job_id).order_by("leased_at").first()
     assert (run.state, run.failure_category, run.failure_subcategory) == (
-        "failed",
+        "lease_expired",
         "internal",
-        "pod-missing",
+        "lease-expired",
     )
-    assert (
-        Event.objects.get(job_id=job_id, type="failed").payload["failureSubcategory"]
-        == "pod-missing"
-    )
+    assert "did not hold run" in run.message
+    assert types_for(job_id).count("lease_expired") == 1

@@ -18,8 +18,6 @@ from django.db import connection
 from django.utils import timezone
 
 from armada.core.config import parse_config
-from armada.executor.agent import ExecutorAgent
-from armada.executor.backends.fake import FakeBackend
 from armada.models import Job
 from armada.services import latest_run
 from armada.services.counters import counters_reset_if_due
@@ -33,6 +31,7 @@ from armada.services.scheduler import scheduler_cycle, scheduler_state_reset
 from armada.services.stopping import job_preempt, jobs_cancel, jobs_cancel_by_state
 from armada.services.submit import job_submit
 from tests.conftest import container, job_file
+from tests.executor_api import api_agent
 from tests.racing import FAKE, Race, deadlocks, exit_code_categories, flaky_policy
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -89,7 +88,7 @@ def test_submits_decisions_cancels_and_reprioritizes_at_once_never_deadlock(
     queue_update(
         actor=admin_user, name="demo", data={"retryPolicies": ["busy"]}, now=timezone.now()
     )
-    agent = ExecutorAgent(settings.ARMADA.executors[0], FakeBackend())
+    agent = api_agent(settings.ARMADA.executors[0])
     before = deadlocks()
     # NotFound, Conflict: nothing left to cancel or preempt in that set, not a lock problem.
     race = Race(tolerated=(NotFound, Conflict))

@@ -10,8 +10,6 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from armada.core.config import parse_config
 from armada.core.snapshot import reason_fair_share_preempted, reason_urgency_preempted
-from armada.executor.agent import ExecutorAgent
-from armada.executor.backends.fake import FakeBackend
 from armada.models import Job
 from armada.services.cycle_metrics import (
     CYCLE_BUCKETS,
@@ -26,6 +24,7 @@ from armada.services.queues import queue_create
 from armada.services.scheduler import scheduler_cycle
 from armada.services.submit import job_submit
 from tests.conftest import container, job_file
+from tests.executor_api import ApiAgent, api_agent
 
 FAKE = "fake.armadaproject.io/"
 
@@ -62,7 +61,7 @@ def test_the_type_comes_from_the_reasons_the_round_writes():
 # --- scraped after real cycles ----------------------------------------------------------------
 
 
-def setup(settings, cpu: str = "4") -> ExecutorAgent:
+def setup(settings, cpu: str = "4") -> ApiAgent:
     settings.ARMADA = parse_config(
         {
             "scheduling": {
@@ -80,7 +79,7 @@ def setup(settings, cpu: str = "4") -> ExecutorAgent:
             ],
         }
     )
-    agent = ExecutorAgent(settings.ARMADA.executors[0], FakeBackend())
+    agent = api_agent(settings.ARMADA.executors[0])
     agent.tick(timezone.now())
     return agent
 
@@ -96,7 +95,7 @@ def submit(owner, *specs: dict, queue: str = "demo") -> list[str]:
     return job_submit(actor=owner, data=job_file(queue=queue, jobs=list(specs)), now=timezone.now())
 
 
-def step(agent: ExecutorAgent) -> None:
+def step(agent: ApiAgent) -> None:
     scheduler_cycle(now=timezone.now())
     agent.tick(timezone.now())
 

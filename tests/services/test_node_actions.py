@@ -12,8 +12,6 @@ from django.db import connection
 from django.utils import timezone
 
 from armada.core.config import parse_config
-from armada.executor.agent import ExecutorAgent
-from armada.executor.backends.fake import FakeBackend
 from armada.models import Event, Job, Node, Run
 from armada.services.errors import NotFound, PermissionDenied, ValidationFailed
 from armada.services.node_actions import node_jobs_cancel, node_jobs_preempt
@@ -21,13 +19,14 @@ from armada.services.queues import queue_create
 from armada.services.scheduler import scheduler_cycle, scheduler_state_reset
 from armada.services.submit import job_submit
 from tests.conftest import T0, at, container, job_file
+from tests.executor_api import ApiAgent, api_agent
 from tests.racing import Race, deadlocks
 
 FAKE = "fake.armadaproject.io/"
 LONG = {FAKE + "duration": "1h"}
 
 
-def configure(settings, nodes: int = 2, cpu: str = "4", **extra) -> ExecutorAgent:
+def configure(settings, nodes: int = 2, cpu: str = "4", **extra) -> ApiAgent:
     settings.ARMADA = parse_config(
         {
             "executorTimeout": "1h",
@@ -42,7 +41,7 @@ def configure(settings, nodes: int = 2, cpu: str = "4", **extra) -> ExecutorAgen
             ],
         }
     )
-    agent = ExecutorAgent(settings.ARMADA.executors[0], FakeBackend())
+    agent = api_agent(settings.ARMADA.executors[0])
     agent.tick(at(0))
     return agent
 
@@ -295,7 +294,7 @@ def test_node_cancel_races_leases_and_reports_on_that_node_without_deadlock(
         }
     )
     scheduler_state_reset()
-    agent = ExecutorAgent(settings.ARMADA.executors[0], FakeBackend())
+    agent = api_agent(settings.ARMADA.executors[0])
     agent.tick(timezone.now())
     before = deadlocks()
     race = Race()

@@ -6,13 +6,12 @@ from __future__ import annotations
 import pytest
 
 from armada.core.config import parse_config
-from armada.executor.agent import ExecutorAgent
-from armada.executor.backends.fake import FakeBackend
 from armada.models import Event, Job, SchedulingReason
 from armada.services.queues import queue_create
 from armada.services.scheduler import scheduler_cycle
 from armada.services.submit import job_submit
 from tests.conftest import at, container, job_file
+from tests.executor_api import api_agent
 
 pytestmark = pytest.mark.django_db
 FAKE = "fake.armadaproject.io/"
@@ -52,7 +51,7 @@ def setup(
             ],
         }
     )
-    agent = ExecutorAgent(settings.ARMADA.executors[0], FakeBackend())
+    agent = api_agent(settings.ARMADA.executors[0])
     agent.tick(at(0))
     return agent
 

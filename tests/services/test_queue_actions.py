@@ -9,8 +9,6 @@ import pytest
 
 from armada.core.config import parse_config
 from armada.core.labels import parse_selector
-from armada.executor.agent import ExecutorAgent
-from armada.executor.backends.fake import FakeBackend
 from armada.models import Event, Job, Queue, Run
 from armada.services.errors import NotFound, PermissionDenied, ValidationFailed
 from armada.services.queue_actions import (
@@ -28,6 +26,7 @@ from armada.services.queues import queue_create
 from armada.services.scheduler import scheduler_cycle
 from armada.services.submit import job_submit
 from tests.conftest import T0, at, job, job_file
+from tests.executor_api import api_agent
 
 pytestmark = pytest.mark.django_db
 LONG = {"fake.armadaproject.io/duration": "1h"}
@@ -220,7 +219,7 @@ def cluster(settings, queues, owner):
             ],
         }
     )
-    agent = ExecutorAgent(settings.ARMADA.executors[0], FakeBackend())
+    agent = api_agent(settings.ARMADA.executors[0])
     agent.tick(at(0))
     preemptible = job(annotations=LONG)
     preemptible["podSpec"]["priorityClassName"] = "armada-preemptible"

@@ -12,8 +12,6 @@ from django.db import connection
 from django.utils import timezone
 
 from armada.core.config import parse_config
-from armada.executor.agent import ExecutorAgent
-from armada.executor.backends.fake import FakeBackend
 from armada.models import Event, Job
 from armada.services.errors import ValidationFailed
 from armada.services.queue_actions import (
@@ -25,6 +23,7 @@ from armada.services.queues import queue_create
 from armada.services.scheduler import scheduler_cycle, scheduler_state_reset
 from armada.services.submit import job_submit
 from tests.conftest import container, job_file
+from tests.executor_api import api_agent
 from tests.racing import Race, deadlocks
 from tests.services.test_queue_actions import labelled
 
@@ -59,7 +58,7 @@ def test_cancels_across_queues_beside_submits_cordons_and_scheduling_never_deadl
             data={"name": name, "owners": ["olive"], "labels": {"team": "x", "half": str(i % 2)}},
             now=timezone.now(),
         )
-    agent = ExecutorAgent(settings.ARMADA.executors[0], FakeBackend())
+    agent = api_agent(settings.ARMADA.executors[0])
     before = deadlocks()
     race = Race()
     submitted: list[str] = []

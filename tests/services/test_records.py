@@ -5,14 +5,13 @@ from __future__ import annotations
 import pytest
 
 from armada.core.config import parse_config
-from armada.executor.agent import ExecutorAgent
-from armada.executor.backends.fake import FakeBackend
 from armada.models import SchedulingReason, SchedulingRound
 from armada.services import records
 from armada.services.queues import queue_set_cordoned
 from armada.services.scheduler import scheduler_cycle
 from armada.services.submit import job_submit
 from tests.conftest import at, job, job_file
+from tests.executor_api import api_agent
 
 pytestmark = pytest.mark.django_db
 
@@ -36,7 +35,7 @@ def agent(settings):
             ]
         }
     )
-    a = ExecutorAgent(settings.ARMADA.executors[0], FakeBackend())
+    a = api_agent(settings.ARMADA.executors[0])
     a.tick(at(0))
     return a
 

@@ -5,14 +5,13 @@ from __future__ import annotations
 import pytest
 
 from armada.core.config import parse_config
-from armada.executor.agent import ExecutorAgent
-from armada.executor.backends.fake import FakeBackend
 from armada.models import Event, Job
 from armada.services.errors import NotFound, PermissionDenied
 from armada.services.reprioritize import jobs_reprioritize
 from armada.services.scheduler import scheduler_cycle
 from armada.services.submit import job_submit
 from tests.conftest import at, job, job_file
+from tests.executor_api import api_agent
 
 pytestmark = pytest.mark.django_db
 
@@ -29,7 +28,7 @@ def one_slot(settings):
             ]
         }
     )
-    ExecutorAgent(settings.ARMADA.executors[0], FakeBackend()).tick(at(0))
+    api_agent(settings.ARMADA.executors[0]).tick(at(0))
 
 
 def test_a_reprioritized_job_goes_first(one_slot, queue, owner):

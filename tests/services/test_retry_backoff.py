@@ -10,8 +10,6 @@ from datetime import timedelta
 import pytest
 
 from armada.core.config import parse_config
-from armada.executor.agent import ExecutorAgent
-from armada.executor.backends.fake import FakeBackend
 from armada.models import Job, SchedulingReason
 from armada.services.policies import policy_create
 from armada.services.queues import queue_update
@@ -20,6 +18,7 @@ from armada.services.scheduler import scheduler_cycle, scheduler_state_reset
 from armada.services.scheduling_reports import pending_reasons
 from armada.services.stopping import jobs_cancel
 from tests.conftest import at
+from tests.executor_api import ApiAgent, api_agent
 from tests.services.decision_world import CATEGORIES, runs, submit
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_policy_cache")]
@@ -43,7 +42,7 @@ DELAYED = {
 }
 
 
-def configure(settings, *, lookback: int = 10000) -> ExecutorAgent:
+def configure(settings, *, lookback: int = 10000) -> ApiAgent:
     settings.ARMADA = parse_config(
         {
             "scheduling": {
@@ -62,7 +61,7 @@ def configure(settings, *, lookback: int = 10000) -> ExecutorAgent:
             ],
         }
     )
-    agent = ExecutorAgent(settings.ARMADA.executors[0], FakeBackend())
+    agent = api_agent(settings.ARMADA.executors[0])
     agent.tick(at(0))
     return agent
 

@@ -21,8 +21,6 @@ from django.db.models import Sum
 from django.utils import timezone
 
 from armada.core.config import parse_config
-from armada.executor.agent import ExecutorAgent
-from armada.executor.backends.fake import FakeBackend
 from armada.models import Job, MetricCounter, RetryCostBucket, RetryYieldBucket, Run
 from armada.services.decisions import failures_decide
 from armada.services.policies import policy_create
@@ -35,6 +33,7 @@ from armada.services.retry_yield_rollup import rebuild_yield_rollup
 from armada.services.scheduler import scheduler_cycle, scheduler_state_reset
 from armada.services.submit import job_submit
 from tests.conftest import job_file
+from tests.executor_api import ApiAgent, api_agent
 from tests.racing import FAKE, Race, deadlocks, exit_code_categories, fake_jobs, flaky_policy
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -82,7 +81,7 @@ def test_parallel_writers_of_the_retry_cost_never_deadlock_and_the_rollups_add_u
     started = timezone.now()
     policy_create(actor=admin_user, data=POLICY, now=started)
     queue_update(actor=admin_user, name="demo", data={"retryPolicies": ["busy"]}, now=started)
-    agents = [ExecutorAgent(config, FakeBackend()) for config in settings.ARMADA.executors]
+    agents = [api_agent(config) for config in settings.ARMADA.executors]
     before = deadlocks()
     race = Race()
 
@@ -93,7 +92,7 @@ def test_parallel_writers_of_the_retry_cost_never_deadlock_and_the_rollups_add_u
 
         return step
 
-    def executor(agent: ExecutorAgent) -> Callable[[int], None]:
+    def executor(agent: ApiAgent) -> Callable[[int], None]:
         return lambda _: agent.tick(timezone.now())
 
     def decide(_: int) -> None:

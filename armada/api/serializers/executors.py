@@ -14,6 +14,10 @@ class NodeSerializer(serializers.Serializer):
         child=serializers.IntegerField(), help_text="milli-cpu, bytes, device counts"
     )
     unschedulable = serializers.BooleanField()
+    nonArmadaAllocated = serializers.DictField(
+        child=serializers.IntegerField(),
+        help_text="what pods Armada did not start use on the node (milli-units), left free",
+    )
     lastSeen = serializers.DateTimeField()
 
 
@@ -27,6 +31,10 @@ class ExecutorSerializer(serializers.Serializer):
     registeredAt = serializers.DateTimeField()
     lastHeartbeat = serializers.DateTimeField()
     trackedNodeLabels = serializers.ListField(child=serializers.CharField())
+    instance = serializers.CharField(
+        help_text="the executor process of the newest session (host/pid); empty before one"
+    )
+    sessionOpenedAt = serializers.DateTimeField(allow_null=True)
     nodeCount = serializers.IntegerField()
 
 

@@ -10,16 +10,16 @@ from armada.executor.backends.fake import FakeBackend
 
 
 def state_dir_for(config: ExecutorConfig, var_dir: Path) -> Path:
+    """Where the executor keeps its state: ``stateDir``, else ``<var dir>/executors/<id>``."""
     return Path(config.state_dir) if config.state_dir else var_dir / "executors" / config.id
 
 
-def make_backend(config: ExecutorConfig, var_dir: Path) -> Backend:
+def make_backend(config: ExecutorConfig, state_dir: Path) -> Backend:
+    """The backend of ``config``; the local backend keeps its pods under ``state_dir``."""
     if config.backend == "fake":
         return FakeBackend(namespaces=config.namespaces)
     if config.backend == "local":
         from armada.executor.backends.local import LocalBackend
 
-        return LocalBackend(
-            state_dir_for(config, var_dir), executor_id=config.id, namespaces=config.namespaces
-        )
-    raise ValueError(f"executors[{config.id}].backend: unknown backend {config.backend!r}")
+        return LocalBackend(state_dir, executor_id=config.id, namespaces=config.namespaces)
+    raise ValueError(f"backend: unknown backend {config.backend!r}")

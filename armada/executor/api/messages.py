@@ -1,0 +1,190 @@
+"""The executor API's messages and the executor's own objects, each way.
+
+Both sides use these: the executor turns its nodes and reports into messages, the server
+turns them back (``wire.executor_ops``). Nothing here imports Django: the executor installs
+without it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from armada.core.config import Executor as ExecutorConfig
+from armada.core.quantity import format_quantity
+from armada.core.reports import RunReport
+from armada.core.states import RunState
+from armada.executor.api import executorapi_pb2 as pb
+
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+
+PHASE_OF_STATE = {
+    RunState.PENDING: pb.PENDING,
+    RunState.RUNNING: pb.RUNNING,
+    RunState.SUCCEEDED: pb.SUCCEEDED,
+    RunState.FAILED: pb.FAILED,
+    RunState.CANCELLED: pb.CANCELLED,
+    RunState.PREEMPTED: pb.PREEMPTED,
+    RunState.LEASE_RETURNED: pb.LEASE_RETURNED,
+}
+STATE_OF_PHASE = {phase: state for state, phase in PHASE_OF_STATE.items()}
+
+
+@dataclass(frozen=True)
+class Lease:
+    """A run the server leased to this executor: everything needed to start its pod."""
+
+    run_id: str
+    job_id: str
+    node: str
+    pod_name: str
+    namespace: str
+    pod_spec: dict[str, Any]
+    annotations: dict[str, str]
+    queue: str = ""
+    job_set: str = ""
+    owner: str = ""
+    mutations: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class LeaseAnswer:
+    """The server's answer to one round (``LeaseJobRuns``), read to its end marker."""
+
+    leases: list[Lease] = field(default_factory=list)
+    cancel: set[str] = field(default_factory=set)
+    preempt: set[str] = field(default_factory=set)
+    stop: set[str] = field(default_factory=set)
+
+
+# --- times ---------------------------------------------------------------------------------
+
+
+def timestamp(at: datetime | None) -> Timestamp | None:
+    if at is None:
+        return None
+    out = Timestamp()
+    out.FromDatetime(at.astimezone(UTC))
+    return out
+
+
+def datetime_of(ts: Timestamp, present: bool = True) -> datetime | None:
+    """A timezone-aware datetime, or None for a field that was not set."""
+    if not present:
+        return None
+    return ts.ToDatetime(tzinfo=UTC)
+
+
+# --- nodes ---------------------------------------------------------------------------------
+
+
+def config_nodes(config: ExecutorConfig) -> list[pb.NodeInfo]:
+    """The nodes of a configured (fake or local) cluster, as a round reports them. Each node
+    carries ``kubernetes.io/hostname`` (its name) besides its configured labels, but only the
+    labels in ``trackedNodeLabels`` are sent: the others stay invisible to the scheduler."""
+    tracked = set(config.tracked_node_labels)
+    out = []
+    for group in config.nodes:
+        allocatable = {k: format_quantity(v, k) for k, v in group.allocatable.items()}
+        taints = [pb.Taint(key=t.key, value=t.value, effect=t.effect) for t in group.taints]
+        for name in group.node_names():
+            labels = {HOSTNAME_LABEL: name, **group.labels}
+            out.append(
+                pb.NodeInfo(
+                    name=name,
+                    labels={k: v for k, v in labels.items() if k in tracked},
+                    taints=taints,
+                    allocatable=allocatable,
+                )
+            )
+    return out
+
+
+# --- leases --------------------------------------------------------------------------------
+
+
+def lease_of(message: pb.JobRunLease) -> Lease:
+    return Lease(
+        run_id=message.run_id,
+        job_id=message.job_id,
+        node=message.node,
+        pod_name=message.pod_name,
+        namespace=message.namespace or "default",
+        pod_spec=json.loads(message.pod_spec_json or "{}"),
+        annotations=dict(message.annotations),
+        queue=message.queue,
+        job_set=message.job_set,
+        owner=message.owner,
+        mutations=_object(message.mutations_json),
+    )
+
+
+def _object(text: str) -> dict[str, Any]:
+    """A JSON object sent as text; most jobs have no mutations, so "{}" is not parsed."""
+    return json.loads(text) if text and text != "{}" else {}
+
+
+def lease_answer(messages: Iterable[pb.LeaseStreamMessage]) -> LeaseAnswer | None:
+    """The answer of a round's messages; None when the stream ended before its end marker
+    (the answer is incomplete: the executor acts on none of it and asks again)."""
+    answer = LeaseAnswer()
+    for message in messages:
+        kind = message.WhichOneof("event")
+        if kind == "leases":
+            answer.leases.extend(lease_of(m) for m in message.leases.leases)
+        elif kind == "cancel_runs":
+            answer.cancel.update(message.cancel_runs.run_ids)
+        elif kind == "preempt_runs":
+            answer.preempt.update(message.preempt_runs.run_ids)
+        elif kind == "stop_runs":
+            answer.stop.update(message.stop_runs.run_ids)
+        elif kind == "end":
+            return answer
+    return None
+
+
+# --- reports -------------------------------------------------------------------------------
+
+
+def run_event(report: RunReport) -> pb.RunEvent:
+    message = pb.RunEvent(
+        run_id=report.run_id,
+        phase=PHASE_OF_STATE[report.state],
+        at=timestamp(report.at),
+        exit_codes=report.exit_codes,
+        reason=report.reason,
+        message=report.message,
+        failure_category=report.failure_category,
+        failure_subcategory=report.failure_subcategory,
+        hint=report.hint,
+    )
+    if report.exit_code is not None:
+        message.exit_code = report.exit_code
+    if report.log is not None:
+        message.log = report.log
+    if report.pod_kept_until is not None:
+        message.pod_kept_until.CopyFrom(timestamp(report.pod_kept_until))
+    return message
+
+
+def run_report(message: pb.RunEvent) -> RunReport:
+    """The report of an event the server received (its phase checked already)."""
+    return RunReport(
+        run_id=message.run_id,
+        state=STATE_OF_PHASE[message.phase],
+        at=datetime_of(message.at),
+        exit_code=message.exit_code if message.HasField("exit_code") else None,
+        exit_codes=dict(message.exit_codes),
+        reason=message.reason,
+        message=message.message,
+        failure_category=message.failure_category,
+        failure_subcategory=message.failure_subcategory,
+        hint=message.hint,
+        log=message.log if message.HasField("log") else None,
+        pod_kept_until=datetime_of(message.pod_kept_until, message.HasField("pod_kept_until")),
+    )

@@ -1,0 +1,239 @@
+"""What the agent does to pods: start them, follow them to their end, stop and delete them.
+
+The steps of a tick that touch the cluster (``executor.agent`` says in which order they
+run). Each returns the reports it makes; none talks to the control plane.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+from armada.core.categorizer import (
+    JOB_CREATION_FAILED,
+    POD_MISSING,
+    STUCK_TERMINATING,
+    Categorization,
+    Categorizer,
+    FailureSignals,
+)
+from armada.core.config import Executor as ExecutorConfig
+from armada.core.reports import RunReport
+from armada.core.states import RunState
+from armada.executor.backends.base import (
+    Backend,
+    PodCreationFailed,
+    PodExists,
+    PodRejected,
+    PodRequest,
+    PodStatus,
+)
+from armada.executor.held import HeldRun
+from armada.executor.kept_pods import expired_kept_pods, kept_until
+from armada.executor.run_reports import (
+    failure_report,
+    internal_failure,
+    progress_reports,
+    signals_of,
+)
+
+if TYPE_CHECKING:
+    from armada.executor.agent import TickReport
+
+log = logging.getLogger(__name__)
+
+LOG_TAIL_BYTES = 64 * 1024
+
+
+@dataclass
+class Deleting:
+    """A failed pod being deleted before its failure is reported."""
+
+    status: PodStatus
+    category: Categorization
+    asked_at: datetime
+    log: str
+
+
+class PodSteps:
+    """The pod steps of ``ExecutorAgent``, which holds the state they work on."""
+
+    config: ExecutorConfig
+    backend: Backend
+    categorizer: Categorizer
+    runs: dict[str, HeldRun]
+    _deleting: dict[str, Deleting]
+    _freed: list[str]
+    _expired: list[str]
+
+    def _delete_expired_kept(self, pods: dict[str, PodStatus], now: datetime) -> None:
+        """Delete the kept pods whose retention has passed; the next report says so."""
+        expired = expired_kept_pods(
+            pods.values(), set(self.runs), self.config.kept_pod_retention, now
+        )
+        for name in expired:
+            self.backend.delete_pod(name, now, 0.0)
+        self._expired.extend(expired)
+
+    def _stop(self, run: HeldRun, status: PodStatus | None, now: datetime) -> list[RunReport]:
+        """A run to be preempted or cancelled: stop its pod with the pod's grace period, and
+        report the run preempted or cancelled once the pod is gone (at once if it had none)."""
+        if status is None or status.run_id != run.id:
+            state = RunState.CANCELLED if run.stop_kind == "cancel" else RunState.PREEMPTED
+            return [RunReport(run.id, state, now)]
+        if not status.deleting:
+            self.backend.delete_pod(status.name, now, run.grace_seconds)
+        return []
+
+    def _start(self, run: HeldRun, now: datetime, result: TickReport) -> list[RunReport]:
+        request = PodRequest(
+            run.pod_name,
+            run.id,
+            run.job_id,
+            run.node,
+            run.pod_spec or {},
+            run.annotations,
+            namespace=run.namespace,
+        )
+        try:
+            self.backend.create_pod(request, now)
+        except PodExists:
+            return [self._collision(run, now)]
+        except PodRejected as exc:
+            return [self._rejected(run, exc, now)]
+        except PodCreationFailed as exc:
+            return [
+                internal_failure(run.id, JOB_CREATION_FAILED, now, "JobCreationFailed", str(exc))
+            ]
+        result.created += 1
+        return []
+
+    def _rejected(self, run: HeldRun, refusal: PodRejected, now: datetime) -> RunReport:
+        """The cluster refused the pod: the run fails with the refusal as its pod error,
+        through the categorizer like every failure (an ``onPodError`` rule can match it).
+        There is no pod, so nothing is deleted whatever the category's action."""
+        category = self.categorizer.categorize(FailureSignals(pod_error=refusal.message))
+        log.info(
+            "pod %s refused by the cluster: %s",
+            run.pod_name,
+            refusal.message,
+            extra={"job_id": run.job_id, "run_id": run.id, "executor": self.config.id},
+        )
+        return RunReport(
+            run.id,
+            RunState.FAILED,
+            now,
+            reason=refusal.reason,
+            message=refusal.message,
+            failure_category=category.category,
+            failure_subcategory=category.subcategory,
+            hint=category.hint,
+        )
+
+    def _collision(self, run: HeldRun, now: datetime) -> RunReport:
+        """The pod name is taken: return the lease and have the old pod deleted."""
+        log.warning(
+            "pod %s already exists; returning the lease of run %s",
+            run.pod_name,
+            run.id,
+            extra={"job_id": run.job_id, "run_id": run.id, "executor": self.config.id},
+        )
+        self.backend.delete_pod(run.pod_name, now, run.grace_seconds)
+        self._freed.append(run.pod_name)
+        return RunReport(
+            run.id,
+            RunState.LEASE_RETURNED,
+            now,
+            reason="PodCreationFailed",
+            message=f"pod {run.pod_name} could not be created: a pod of that name already exists",
+        )
+
+    def _follow(
+        self,
+        run: HeldRun,
+        status: PodStatus | None,
+        now: datetime,
+        fresh_deletions: list[HeldRun],
+    ) -> list[RunReport]:
+        deleting = self._deleting.get(run.id)
+        if deleting is not None:
+            return self._follow_deletion(run, status, deleting, now)
+        if status is None or status.lost:
+            if status is None and run.state == RunState.LEASED:
+                return []
+            message = (
+                status.pod_error if status else f"pod {run.pod_name} is no longer on the cluster"
+            )
+            return [internal_failure(run.id, POD_MISSING, now, "PodMissing", message)]
+        out = progress_reports(run, status)
+        if not status.finished_at:
+            return out
+        log_text = self.backend.read_log(status.name, LOG_TAIL_BYTES)
+        if status.succeeded:
+            out.append(
+                RunReport(
+                    run.id,
+                    RunState.SUCCEEDED,
+                    status.finished_at,
+                    exit_code=0,
+                    exit_codes=status.exit_codes,
+                    log=log_text,
+                )
+            )
+            return out  # the pod is deleted once the server has the report
+        category = self.categorizer.categorize(signals_of(status))
+        if category.delete_pod:
+            self.backend.delete_pod(status.name, now, 0.0)
+            self._deleting[run.id] = Deleting(status, category, now, log_text)
+            fresh_deletions.append(run)
+            return out
+        kept = kept_until(status, self.config.kept_pod_retention)
+        out.append(failure_report(run.id, status, category, status.finished_at, log_text, kept))
+        return out
+
+    def _follow_deletion(
+        self, run: HeldRun, status: PodStatus | None, deleting: Deleting, now: datetime
+    ) -> list[RunReport]:
+        """Report the failure once the pod is gone, or as stuck-terminating when it stays."""
+        if status is None:
+            del self._deleting[run.id]
+            return [
+                failure_report(
+                    run.id,
+                    deleting.status,
+                    deleting.category,
+                    deleting.status.finished_at or now,
+                    deleting.log,
+                )
+            ]
+        if now - deleting.asked_at > timedelta(seconds=self.config.pod_deletion_timeout):
+            del self._deleting[run.id]
+            original = deleting.category.category or "uncategorised"
+            return [
+                internal_failure(
+                    run.id,
+                    STUCK_TERMINATING,
+                    now,
+                    "StuckTerminating",
+                    f"pod {run.pod_name} was still terminating {self.config.pod_deletion_timeout:g}s after its "
+                    f"deletion was asked for (its failure was categorised {original})",
+                    deleting.log,
+                )
+            ]
+        return []
+
+    def _stop_orphans(self, pods: dict[str, PodStatus], now: datetime) -> None:
+        """Pods whose runs are not held here: stop those still running, and delete those
+        that succeeded (their reports were acknowledged). Finished failed pods are kept
+        (Retain) until ``_delete_expired_kept`` deletes them."""
+        for status in pods.values():
+            if status.run_id in self.runs or status.deleting:
+                continue
+            if not status.finished_at:
+                self.backend.delete_pod(status.name, now)  # the pod's own grace period
+            elif status.succeeded:
+                self.backend.delete_pod(status.name, now)
+        for run_id in [r for r in self._deleting if r not in self.runs]:
+            del self._deleting[run_id]

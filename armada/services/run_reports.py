@@ -1,0 +1,344 @@
+"""Applying what executors report about runs: state changes, outcomes and their events.
+
+``runs_apply_report_batch`` takes one batch (an executor's ``ReportEvents`` call) and commits
+every change, every event, the failure-category counts and the logs in one transaction, and
+says for each report what became of it:
+
+- **applied**: the report moved its run on;
+- **duplicate**: the run is at that phase already, or past it (a report sent again, or a
+  late ``pending`` after ``running``): nothing changed;
+- **refused**, with the reason: the run is not this executor's, or it ended otherwise
+  already (a late success of a run whose lease expired meanwhile), or the move is not one a
+  run can make (a running run cannot be returned). Nothing changed.
+
+So the reports are idempotent: a batch applied twice changes nothing the second time, and a
+failure or a retry is never counted twice. Within a batch a run's reports are applied in run
+order (pending, running, then its end), whatever order they came in; a report older than
+what the run has reached is a duplicate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+
+from django.conf import settings
+from django.db import transaction
+
+from armada.core.reports import RunReport
+from armada.core.states import JOB_STATE_FOR_RUN, EventType, JobState, RunState, run_can_move
+from armada.models import Event, Job, Run, RunLog
+from armada.services import latest_run
+from armada.services.failures import lease_return_verdict
+from armada.services.locking import lock_runs_with_jobs
+from armada.services.runs import FAILURE_CATEGORY_COUNTER, RUN_FIELDS, Changes, record_failure
+
+LOG_LIMIT = 64 * 1024
+
+_EVENT_FOR_STATE = {
+    RunState.PENDING: EventType.PENDING,
+    RunState.RUNNING: EventType.RUNNING,
+    RunState.SUCCEEDED: EventType.SUCCEEDED,
+}
+_RANK = {RunState.LEASED: 0, RunState.PENDING: 1, RunState.RUNNING: 2}
+# What applying reports may change of a job (its pod spec, requests and mutations are the
+# retry engine's, so they are neither read nor written here).
+REPORT_JOB_FIELDS = [
+    "state",
+    "last_transition_at",
+    "terminal_reason",
+    "terminal_message",
+    "failure_category",
+    "failure_subcategory",
+    "lease_return_count",
+    *latest_run.FIELDS,
+]
+JOB_COLUMNS_NOT_READ = ("pod_spec", "requests", "mutations", "annotations")
+# A batch of nothing but pending and running reports changes only these.
+PROGRESS_RUN_FIELDS = ("state", "pending_at", "running_at")
+PROGRESS_JOB_FIELDS = ("state", "last_transition_at", *latest_run.FIELDS)
+PROGRESS = frozenset({RunState.PENDING, RunState.RUNNING})
+
+
+class Outcome(StrEnum):
+    APPLIED = "applied"
+    DUPLICATE = "duplicate"
+    REFUSED = "refused"
+
+
+@dataclass(frozen=True)
+class ReportOutcome:
+    outcome: Outcome
+    reason: str = ""
+
+
+def runs_apply_reports(*, executor_id: str, reports: Sequence[RunReport], now: datetime) -> int:
+    """Apply ``reports`` for runs of ``executor_id``; returns how many took effect."""
+    outcomes = runs_apply_report_batch(executor_id=executor_id, reports=reports, now=now)
+    return sum(1 for o in outcomes if o.outcome == Outcome.APPLIED)
+
+
+def runs_apply_report_batch(
+    *, executor_id: str, reports: Sequence[RunReport], now: datetime
+) -> list[ReportOutcome]:
+    """Apply one batch of ``executor_id``'s reports in one transaction; one outcome per
+    report, in the order given (see the module's docstring for what each means)."""
+    if not reports:
+        return []
+    run_ids = list(dict.fromkeys(r.run_id for r in reports))
+    outcomes: dict[int, ReportOutcome] = {}
+    max_retries = settings.ARMADA.scheduling.max_retries
+    with transaction.atomic():
+        runs = {
+            r.id: r
+            for r in lock_runs_with_jobs(
+                Run.objects.filter(id__any=run_ids, executor=executor_id),
+                defer_job=JOB_COLUMNS_NOT_READ,
+            )
+        }
+        progress_only = all(r.state in PROGRESS for r in reports)
+        changes = Changes(
+            job_fields=PROGRESS_JOB_FIELDS if progress_only else REPORT_JOB_FIELDS,
+            run_fields=PROGRESS_RUN_FIELDS if progress_only else RUN_FIELDS,
+        )
+        logs: dict[str, RunReport] = {}
+        requestors = _stop_requestors(runs, reports)
+        for i in in_run_order(reports):
+            report = reports[i]
+            run = runs.get(report.run_id)
+            outcomes[i] = outcome = _outcome(run, report, executor_id)
+            if outcome.outcome != Outcome.APPLIED:
+                continue  # changes nothing, its log included
+            if report.log is not None:
+                logs[run.id] = report
+            job = run.job
+            changes.touch(run, job)
+            if report.state == RunState.LEASE_RETURNED:
+                _lease_returned(run, job, report, changes, max_retries)
+            elif report.state == RunState.PREEMPTED:
+                _preempted(run, job, report, changes, requestors.get(run.id, ""))
+            elif report.state == RunState.CANCELLED:
+                _cancelled(run, job, report, changes, requestors.get(run.id, ""))
+            elif report.state == RunState.FAILED:
+                _finish(run, report)
+                record_failure(run=run, changes=changes)
+            else:
+                _advance(run, job, report, changes)
+        _save_logs(logs, now)
+        changes.write()
+    return [outcomes[i] for i in range(len(reports))]
+
+
+def _rank(state: RunState) -> int:
+    return _RANK.get(state, len(_RANK))
+
+
+def in_run_order(reports: Sequence[RunReport]) -> list[int]:
+    """The indexes of ``reports`` in the order to apply them: each run's reports sorted by
+    phase (pending, running, then how it ended), in the places its reports held, so that
+    the batch's interleaving of runs is kept."""
+    places: dict[str, list[int]] = {}
+    for i, report in enumerate(reports):
+        places.setdefault(report.run_id, []).append(i)
+    order = list(range(len(reports)))
+    for indexes in places.values():
+        if len(indexes) > 1:
+            ranked = sorted(indexes, key=lambda i: _rank(reports[i].state))
+            for place, i in zip(indexes, ranked, strict=True):
+                order[place] = i
+    return order
+
+
+def _outcome(run: Run | None, report: RunReport, executor_id: str) -> ReportOutcome:
+    if run is None:
+        return ReportOutcome(
+            Outcome.REFUSED, f"run {report.run_id} is not a run of executor {executor_id}"
+        )
+    current = RunState(run.state)
+    if run_can_move(current, report.state):
+        return ReportOutcome(Outcome.APPLIED)
+    if current == report.state:
+        return ReportOutcome(Outcome.DUPLICATE, f"the run is {current} already")
+    # An earlier phase than the run's (a late pending, or a batch sent again after the run
+    # ended) is "past it" whether or not the run has ended; ends are all of one rank.
+    if _rank(report.state) < _rank(current):
+        return ReportOutcome(
+            Outcome.DUPLICATE, f"the run is {current} already, past {report.state}"
+        )
+    if current.terminal:
+        return ReportOutcome(
+            Outcome.REFUSED,
+            f"the run ended as {current} already; a report of {report.state} changes nothing",
+        )
+    return ReportOutcome(Outcome.REFUSED, f"a {current} run cannot become {report.state}")
+
+
+def _stop_requestors(runs: dict[str, Run], reports: Sequence[RunReport]) -> dict[str, str]:
+    """Who asked for each stop that these reports complete: the ``requestor`` of the run's
+    ``cancelling`` or ``preempting`` event (empty when the scheduler asked). One read for the
+    batch, and only when it holds a stop."""
+    stopped = [
+        runs[r.run_id]
+        for r in reports
+        if r.state in (RunState.CANCELLED, RunState.PREEMPTED) and r.run_id in runs
+    ]
+    if not stopped:
+        return {}
+    rows = Event.objects.filter(
+        job_id__in={run.job_id for run in stopped},
+        run_id__in={run.id for run in stopped},
+        type__in=[EventType.CANCELLING, EventType.PREEMPTING],
+    ).values_list("run_id", "payload")
+    return {run_id: (payload or {}).get("requestor", "") for run_id, payload in rows}
+
+
+def _advance(run: Run, job: Job, report: RunReport, changes: Changes) -> None:
+    run.state = report.state
+    if report.state == RunState.PENDING:
+        run.pending_at = report.at
+    elif report.state == RunState.RUNNING:
+        run.running_at = report.at
+    else:
+        _finish(run, report)
+    if not JobState(job.state).terminal:
+        job.state = JOB_STATE_FOR_RUN[report.state]
+        job.last_transition_at = report.at
+    payload = {
+        "clusterId": run.executor,
+        "nodeName": run.node,
+        "podName": run.pod_name,
+        "podNamespace": job.namespace,
+        "pool": run.pool,
+    }
+    if report.state == RunState.SUCCEEDED:
+        payload["exitCodes"] = report.exit_codes
+    changes.event(_EVENT_FOR_STATE[report.state], run, job, report.at, **payload)
+
+
+def _finish(run: Run, report: RunReport) -> None:
+    run.finished_at = report.at
+    run.exit_code = report.exit_code
+    run.reason = report.reason
+    run.message = report.message
+    run.failure_category = report.failure_category
+    run.failure_subcategory = report.failure_subcategory
+    run.hint = report.hint
+    run.exit_codes = report.exit_codes
+    run.pod_kept_until = report.pod_kept_until
+
+
+def _preempted(run: Run, job: Job, report: RunReport, changes: Changes, requestor: str) -> None:
+    """The run was stopped for other work: the job ends preempted and is not retried."""
+    run.state = RunState.PREEMPTED
+    run.finished_at = report.at
+    run.reason = "Preempted"
+    run.message = run.stop_reason or report.message
+    run.retryable = False
+    job.state = JobState.PREEMPTED
+    job.last_transition_at = report.at
+    job.terminal_reason = "Preempted"
+    job.terminal_message = run.message
+    changes.event(
+        EventType.PREEMPTED,
+        run,
+        job,
+        report.at,
+        clusterId=run.executor,
+        nodeName=run.node,
+        reason=run.message,
+        requestor=requestor,
+    )
+    changes.failed_event(
+        run,
+        job,
+        report.at,
+        retryable=False,
+        category="",
+        subcategory="",
+        reason="Preempted",
+        message=run.message,
+    )
+
+
+def _cancelled(run: Run, job: Job, report: RunReport, changes: Changes, requestor: str) -> None:
+    """The run was stopped because its job was cancelled."""
+    run.state = RunState.CANCELLED
+    run.finished_at = report.at
+    run.reason = "Cancelled"
+    run.message = run.stop_reason
+    job.state = JobState.CANCELLED
+    job.last_transition_at = report.at
+    job.terminal_reason = "Cancelled"
+    job.terminal_message = run.stop_reason
+    changes.event(
+        EventType.CANCELLED, run, job, report.at, reason=run.stop_reason, requestor=requestor
+    )
+
+
+def _lease_returned(
+    run: Run, job: Job, report: RunReport, changes: Changes, max_retries: int
+) -> None:
+    """The run never started; the job goes back to the queue unless the legacy limit is hit."""
+    run.state = RunState.LEASE_RETURNED
+    run.finished_at = report.at
+    run.reason = report.reason
+    run.message = report.message
+    job.lease_return_count = (job.lease_return_count or 0) + 1
+    job.last_transition_at = report.at
+    changes.event(
+        EventType.LEASE_RETURNED,
+        run,
+        job,
+        report.at,
+        clusterId=run.executor,
+        nodeName=run.node,
+        reason=report.reason,
+        message=report.message,
+    )
+    verdict = lease_return_verdict(job=job, max_retries=max_retries)
+    if verdict.requeue:
+        job.state = JobState.QUEUED
+        changes.event(EventType.QUEUED, run, job, report.at)
+        return
+    job.state = JobState.FAILED
+    job.terminal_reason = verdict.reason
+    job.terminal_message = verdict.message
+    job.failure_category = verdict.category
+    job.failure_subcategory = verdict.subcategory
+    changes.counts(
+        FAILURE_CATEGORY_COUNTER,
+        [{"failure_category": verdict.category, "failure_subcategory": verdict.subcategory}],
+    )
+    changes.failed_event(
+        run,
+        job,
+        report.at,
+        retryable=False,
+        category=verdict.category,
+        subcategory=verdict.subcategory,
+        reason=verdict.reason,
+        message=verdict.message,
+    )
+
+
+def _save_logs(reports: dict[str, RunReport], now: datetime) -> None:
+    """Insert or replace the logs of a batch in one statement (an upsert on the run)."""
+    rows = [
+        RunLog(
+            run_id=run_id,
+            text=(report.log or "")[-LOG_LIMIT:],
+            truncated=len(report.log or "") > LOG_LIMIT,
+            updated_at=now,
+        )
+        for run_id, report in reports.items()
+        if report.log  # an empty log is not worth a row
+    ]
+    RunLog.objects.bulk_create(
+        rows,
+        batch_size=1000,
+        update_conflicts=True,
+        unique_fields=["run"],
+        update_fields=["text", "truncated", "updated_at"],
+    )

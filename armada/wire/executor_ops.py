@@ -1,0 +1,284 @@
+"""The executor API's three operations (``executor/api/executorapi.proto``), thin over the
+services: who is calling, whether the request is well formed, then one service call.
+
+Every call is checked in this order, each refusal changing nothing:
+
+1. the credential (``authorization: Bearer arme_...``): UNAUTHENTICATED when missing, unknown
+   or revoked (``services.executor_credentials``);
+2. the message: INVALID_ARGUMENT when garbled or holding a NUL (``wire.inputs``);
+3. the executor id: PERMISSION_DENIED unless it is the credential's own cluster id;
+4. the session (not for OpenSession): NOT_FOUND when the executor is not registered,
+   FAILED_PRECONDITION when a newer session fenced this one (``services.executor_sessions``);
+5. the request's own fields: INVALID_ARGUMENT naming the field (``nodes[3].allocatable.cpu``).
+   In a report, a malformed event is refused on its own (its result says why) and the
+   others are applied.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from google.protobuf.message import Message
+
+from armada.core.quantity import parse_quantity
+from armada.executor.api import executorapi_pb2 as pb
+from armada.executor.api.messages import STATE_OF_PHASE, run_report, timestamp
+from armada.services.errors import FieldError, PermissionDenied, ValidationFailed
+from armada.services.executor_credentials import (
+    CredentialRefused,
+    ExecutorIdentity,
+    executor_credential_authenticate,
+)
+from armada.services.executor_nodes import ReportedNode
+from armada.services.executor_rounds import executor_round
+from armada.services.executor_sessions import (
+    check_executor_id,
+    check_pool,
+    executor_session_check,
+    executor_session_open,
+)
+from armada.services.kept_pods import kept_pods_deleted
+from armada.services.run_reports import Outcome, runs_apply_report_batch
+from armada.wire.errors import Unauthenticated
+from armada.wire.grpc_auth import authorization
+
+#: Leases per stream message.
+LEASES_PER_MESSAGE = 500
+MAX_NODES = 100_000
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+NO_CREDENTIAL = (
+    "no executor credential: send the metadata 'authorization: Bearer <credential>' "
+    "(armadactl create executor-credential <cluster id> makes one)"
+)
+_OUTCOMES = {Outcome.APPLIED: pb.APPLIED, Outcome.DUPLICATE: pb.DUPLICATE}
+
+
+@dataclass(frozen=True)
+class ExecutorCall:
+    """Who is calling (an executor's credential) and when the call arrived."""
+
+    identity: ExecutorIdentity
+    now: datetime
+    peer: str = ""
+
+
+def authenticate_executor(metadata: Any, now: datetime) -> ExecutorIdentity:
+    header = authorization(metadata)
+    if header is None or not header.strip():
+        raise Unauthenticated(NO_CREDENTIAL)
+    scheme, _, key = header.strip().partition(" ")
+    if scheme.lower() not in ("bearer", "token") or not key.strip():
+        raise Unauthenticated(NO_CREDENTIAL)
+    try:
+        return executor_credential_authenticate(key=key.strip(), now=now)
+    except CredentialRefused as exc:
+        raise Unauthenticated(f"executor credential refused: {exc}") from None
+
+
+def _own(call: ExecutorCall, executor_id: str) -> None:
+    if executor_id != call.identity.cluster_id:
+        raise PermissionDenied(
+            f"this credential is for executor {call.identity.cluster_id}; it may not act for "
+            f"{executor_id!r}"
+        )
+
+
+# --- OpenSession ---------------------------------------------------------------------------
+
+
+def open_session(call: ExecutorCall, request: pb.OpenSessionRequest) -> pb.OpenSessionResponse:
+    check_executor_id(request.executor_id)
+    _own(call, request.executor_id)
+    executor = executor_session_open(
+        executor_id=request.executor_id,
+        pool=request.pool,
+        backend=request.backend,
+        tracked_node_labels=list(request.tracked_node_labels),
+        instance=request.instance,
+        now=call.now,
+    )
+    return pb.OpenSessionResponse(
+        session=executor.session, executor_timeout_seconds=settings.ARMADA.executor_timeout
+    )
+
+
+# --- LeaseJobRuns --------------------------------------------------------------------------
+
+
+def reported_nodes(nodes: Any) -> list[ReportedNode]:
+    """The round's nodes, checked; every problem names its field."""
+    problems: list[FieldError] = []
+    if len(nodes) > MAX_NODES:
+        raise ValidationFailed.one("nodes", f"at most {MAX_NODES} nodes in one round")
+    out: list[ReportedNode] = []
+    seen: set[str] = set()
+    for i, node in enumerate(nodes):
+        where = f"nodes[{i}]"
+        if not node.name or len(node.name) > 253:
+            problems.append(FieldError(f"{where}.name", "must be 1 to 253 characters"))
+        elif node.name in seen:
+            problems.append(FieldError(f"{where}.name", f"duplicate node name {node.name!r}"))
+        seen.add(node.name)
+        allocatable = _quantities(node.allocatable, f"{where}.allocatable", problems)
+        others = _quantities(node.non_armada_allocated, f"{where}.nonArmadaAllocated", problems)
+        for j, taint in enumerate(node.taints):
+            if taint.effect not in TAINT_EFFECTS:
+                problems.append(
+                    FieldError(
+                        f"{where}.taints[{j}].effect",
+                        f"{taint.effect!r} is not one of {', '.join(TAINT_EFFECTS)}",
+                    )
+                )
+        out.append(
+            ReportedNode(
+                name=node.name,
+                labels=dict(sorted(node.labels.items())),
+                taints=[{"key": t.key, "value": t.value, "effect": t.effect} for t in node.taints],
+                allocatable=allocatable,
+                unschedulable=node.unschedulable,
+                non_armada_allocated=others,
+            )
+        )
+    if problems:
+        raise ValidationFailed(problems)
+    return out
+
+
+def _quantities(values: Any, where: str, problems: list[FieldError]) -> dict[str, int]:
+    """Resources by name (sorted: a protobuf map keeps no order), in milli-units."""
+    out = {}
+    for name, text in sorted(values.items()):
+        try:
+            out[name] = parse_quantity(text)
+        except ValueError as exc:
+            problems.append(FieldError(f"{where}.{name}", str(exc)))
+    return out
+
+
+def nodes_digest(request: pb.LeaseRequest) -> str:
+    digest = hashlib.sha256()
+    for node in request.nodes:
+        digest.update(node.SerializeToString(deterministic=True))
+    return digest.hexdigest()
+
+
+def lease_job_runs(call: ExecutorCall, request: pb.LeaseRequest) -> list[pb.LeaseStreamMessage]:
+    """The round's whole answer, as the stream's messages (leases in chunks, then cancels,
+    preempts, stops, and the end marker)."""
+    _own(call, request.executor_id)
+    executor = executor_session_check(executor_id=request.executor_id, session=request.session)
+    check_pool(request.pool)
+    digest = nodes_digest(request)
+    # Nodes are checked and stored when they changed; an unchanged list was checked before.
+    changed = digest != executor.nodes_digest or request.pool != executor.pool
+    answer = executor_round(
+        executor=executor,
+        pool=request.pool,
+        nodes=reported_nodes(request.nodes) if changed else None,
+        nodes_digest=digest,
+        held=request.run_ids,
+        now=call.now,
+    )
+    out = []
+    for start in range(0, len(answer.leases), LEASES_PER_MESSAGE):
+        chunk = answer.leases[start : start + LEASES_PER_MESSAGE]
+        out.append(pb.LeaseStreamMessage(leases=pb.JobRunLeases(leases=map(job_run_lease, chunk))))
+    for field, ids in (
+        ("cancel_runs", answer.cancel),
+        ("preempt_runs", answer.preempt),
+        ("stop_runs", answer.stop),
+    ):
+        if ids:
+            out.append(pb.LeaseStreamMessage(**{field: pb.RunIds(run_ids=ids)}))
+    out.append(pb.LeaseStreamMessage(end=pb.EndMarker()))
+    return out
+
+
+def job_run_lease(row: dict[str, Any]) -> pb.JobRunLease:
+    return pb.JobRunLease(
+        run_id=row["id"],
+        job_id=row["job_id"],
+        queue=row["job__queue_id"],
+        job_set=row["job__job_set"],
+        owner=row["job__owner"],
+        node=row["node"],
+        pod_name=row["pod_name"],
+        namespace=row["job__namespace"],
+        annotations=row["job__annotations"] or {},
+        pod_spec_json=row["pod_spec_json"],
+        mutations_json=row["mutations_json"] or "{}",
+        priority=row["job__priority"],
+        priority_class=row["job__priority_class"],
+        leased_at=timestamp(row["leased_at"]),
+    )
+
+
+# --- ReportEvents --------------------------------------------------------------------------
+
+
+def _event_problem(i: int, event: pb.RunEvent) -> str:
+    if not event.run_id:
+        return f"events[{i}].runId: missing"
+    if event.phase not in STATE_OF_PHASE:
+        return f"events[{i}].phase: missing or unknown ({event.phase})"
+    if not event.HasField("at"):
+        return f"events[{i}].at: missing (when the pod reached the phase)"
+    return ""
+
+
+def report_events(call: ExecutorCall, request: pb.ReportRequest) -> pb.ReportResponse:
+    _own(call, request.executor_id)
+    executor_session_check(executor_id=request.executor_id, session=request.session)
+    results: list[pb.EventResult | None] = []
+    valid, places = [], []
+    for i, event in enumerate(request.events):
+        problem = _event_problem(i, event)
+        if problem:
+            results.append(pb.EventResult(run_id=event.run_id, outcome=pb.REFUSED, reason=problem))
+            continue
+        results.append(None)
+        valid.append(run_report(event))
+        places.append(i)
+    outcomes = runs_apply_report_batch(executor_id=request.executor_id, reports=valid, now=call.now)
+    for i, outcome in zip(places, outcomes, strict=True):
+        results[i] = pb.EventResult(
+            run_id=request.events[i].run_id,
+            outcome=_OUTCOMES.get(outcome.outcome, pb.REFUSED),
+            reason=outcome.reason,
+        )
+    if request.kept_pods_deleted or request.kept_pods_expired:
+        kept_pods_deleted(
+            executor_id=request.executor_id,
+            pod_names=list(request.kept_pods_deleted),
+            expired=min(request.kept_pods_expired, len(request.kept_pods_deleted)),
+            now=call.now,
+        )
+    return pb.ReportResponse(results=results)
+
+
+@dataclass(frozen=True)
+class Operation:
+    name: str
+    request_class: type[Message]
+    func: Callable[[ExecutorCall, Any], Any]
+    streaming: bool = False
+
+    def responses(self, call: ExecutorCall, request: Message) -> Iterator[Message]:
+        result = self.func(call, request)
+        return iter(result) if self.streaming else iter([result])
+
+
+OPERATIONS = {
+    op.name: op
+    for op in (
+        Operation("OpenSession", pb.OpenSessionRequest, open_session),
+        Operation("LeaseJobRuns", pb.LeaseRequest, lease_job_runs, streaming=True),
+        Operation("ReportEvents", pb.ReportRequest, report_events),
+    )
+}
+SERVICE = "executorapi.ExecutorApi"
