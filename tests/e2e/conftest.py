@@ -1,7 +1,8 @@
 """Real processes for end-to-end tests: uvicorn (web), the grpc process (Armada's gRPC API),
-a Celery scheduler worker, Celery beat (its own process, as in production) and a Celery
-worker per executor, all on the test database and the configured broker (Redis when
-``REDIS_URL`` is set, else the file-system broker in a temporary folder).
+the executor API, a Celery scheduler worker, Celery beat (its own process, as in production)
+and an ``armada-executor`` process per executor (with its own worker and file broker,
+talking to the executor API), all on the test database and the configured broker (Redis
+when ``REDIS_URL`` is set, else the file-system broker in a temporary folder).
 
 ``system`` starts them with ``E2E_CONFIG``; ``launch`` starts them with any configuration,
 and a running ``System`` can stop one process or restart the scheduler with a new one.
@@ -28,6 +29,7 @@ import requests
 import yaml
 from armada_client.client import ArmadaClient
 
+from armada.executorapiserver import executor_api_command
 from armada.grpcserver import grpc_command
 from armada.management.commands.runall import celery_beat_command
 from armada.webserver import WEB_COMMAND
@@ -69,6 +71,7 @@ class System:
     logs: Path
     workdir: Path
     grpc_target: str = ""  # host:port of the grpc process
+    executor_api_target: str = ""  # host:port of the executor-api process
     children: dict[str, tuple[subprocess.Popen, IO]] = field(default_factory=dict)
 
     @property
@@ -127,6 +130,27 @@ class System:
         if "beat" in self.children:
             self.stop("beat")  # a clean stop hands the lease over at once
         self.start("beat", celery_beat_command(), env)
+
+    def start_executors(self, config: dict) -> None:
+        """Start the executor API, then an ``armada-executor`` process for each executor of
+        ``config``, each with a credential and a file of its own, as ``runall`` does."""
+        from django.utils import timezone
+
+        from armada import local_executors
+        from armada.core.config import parse_config
+
+        if not self.executor_api_target:
+            self.executor_api_target = f"127.0.0.1:{_free_port()}"
+        if "executor-api" not in self.children:
+            self.start("executor-api", executor_api_command(self.executor_api_target))
+        for executor in parse_config(config).executors:
+            command = local_executors.prepare(
+                executor,
+                var_dir=Path(self.env["ARMADA_VAR_DIR"]),
+                api_address=self.executor_api_target,
+                now=timezone.now(),
+            )
+            self.start(f"executor-{executor.id}", command)
 
     def start_grpc(self) -> None:
         """Start the grpc process on ``grpc_target`` and wait until it answers Health."""
@@ -288,12 +312,7 @@ def launch(transactional_db, tmp_path, django_user_model) -> Iterator:
         system.env["ARMADA_CONFIG"] = str(system.write_config(config))
         system.start("web", web_command(port))
         system.start_scheduler()
-        for executor in config.get("executors", []):
-            name = executor["id"]
-            system.start(
-                f"executor-{name}",
-                [*WORKER, "-Q", f"executor.{name}", "-n", f"executor-{name}@e2e"],
-            )
+        system.start_executors(config)
 
         wait_for_http(
             system.url + "/healthz",

@@ -5,6 +5,7 @@ leave no process behind even when it is itself killed with ``kill -9``."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -23,8 +24,25 @@ from tests.waiting import answers, wait_until
 
 pytestmark = [pytest.mark.e2e]
 ROOT = Path(__file__).resolve().parents[2]
-PROCESSES = ("web", "grpc", "scheduler", "beat", "executor local")
+PROCESSES = ("web", "grpc", "executor-api", "scheduler", "beat", "executor local")
 STARTED = re.compile(r"runall: started (.+?) \(pid (\d+)\)")
+
+
+def process_groups_alive(pgids: set[int]) -> list[int]:
+    """The live processes (not zombies) in any of the process groups ``pgids``: a child of a
+    supervisor runs in a group of its own, with whatever it forks (an executor's embedded
+    beat, say)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        if fields[0] not in ("Z", "X") and int(fields[2]) in pgids:
+            found.append(int(entry.name))
+    return found
 
 
 class Runall:
@@ -39,11 +57,21 @@ class Runall:
         config["executors"][0]["tickPeriod"] = "300ms"
         self.grpc_target = f"127.0.0.1:{_free_port()}"
         config["grpc"]["port"] = int(self.grpc_target.rpartition(":")[2])
+        self.executor_api_target = f"127.0.0.1:{_free_port()}"
+        config["executorApi"] = {"port": int(self.executor_api_target.rpartition(":")[2])}
         (tmp_path / "armada.yaml").write_text(yaml.safe_dump(config))
         env = {
             k: v
             for k, v in os.environ.items()
-            if k not in ("DATABASE_URL", "REDIS_URL", "ARMADA_ADMIN_PASSWORD")
+            if k
+            not in (
+                "DATABASE_URL",
+                "REDIS_URL",
+                "ARMADA_ADMIN_PASSWORD",
+                "ARMADA_GRPC_ADDR",
+                "ARMADA_EXECUTOR_API_ADDR",
+                "ARMADA_EXECUTOR_TOKEN",
+            )
         }
         env.update(
             ARMADA_DEV="1",
@@ -82,6 +110,10 @@ class Runall:
 
     def answers(self, path: str) -> bool:
         return answers(self.url + path, auth=self.auth)
+
+    def executor_alive(self, executor_id: str) -> bool:
+        found = requests.get(f"{self.url}/api/v1/executors", auth=self.auth, timeout=30)
+        return any(e["id"] == executor_id and e["alive"] for e in found.json())
 
     def pids(self) -> dict[str, int]:
         """The latest pid of each process runall has started."""
@@ -141,6 +173,10 @@ def runall(tmp_path):
     yield start
     for r in started:
         r.stop()
+        # Whatever a failed test left of the children (by process group, as runall stops them).
+        for pid in process_groups_alive(set(r.all_pids())):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def test_runall_on_the_embedded_default_runs_a_job_set_and_stops_cleanly(runall):
@@ -153,17 +189,37 @@ def test_runall_on_the_embedded_default_runs_a_job_set_and_stops_cleanly(runall)
     assert (r.var / "armada.sqlite3").exists()
     assert set(r.pids()) == set(PROCESSES)
 
-    # Half-written messages on the workers' queues are set aside; nobody dies of them.
-    queue = r.var / "broker" / "queue"
-    (queue / "0_half.executor.local.msg").write_bytes(
+    # The executor reaches the control plane through the executor API, with the credential
+    # and the file runall made for it under its state directory.
+    assert f"The executor API at {r.executor_api_target}" in output
+    state = r.var / "executors" / "local"
+    assert (state / "credential").stat().st_mode & 0o777 == 0o600
+    executor_file = yaml.safe_load((state / "executor.yaml").read_text())
+    assert executor_file["id"] == "local"
+    assert executor_file["api"] == {
+        "address": r.executor_api_target,
+        "tokenFile": str((state / "credential").resolve()),
+    }
+
+    # Half-written messages on the workers' queues are set aside; nobody dies of them. The
+    # scheduler's queue is on the control plane's broker, the executor's on its own broker
+    # under its state directory.
+    broker = r.var / "broker"
+    executor_broker = state / "broker"
+    r.wait_for("the executor's broker", (executor_broker / "queue").is_dir)
+    (executor_broker / "queue" / "0_half.executor.local.msg").write_bytes(
         b'{"body": "eyJ',
     )
-    (queue / "0_half.scheduler.msg").write_bytes(b"")
+    (broker / "queue" / "0_half.scheduler.msg").write_bytes(b"")
+
+    def set_aside(folder: Path) -> set[str]:
+        return {p.name for p in folder.iterdir()} if folder.is_dir() else set()
+
     r.wait_for(
         "the bad messages to be set aside",
         lambda: (
-            {p.name for p in (r.var / "broker" / "bad").iterdir()}
-            == {"0_half.executor.local.msg", "0_half.scheduler.msg"}
+            set_aside(broker / "bad") == {"0_half.scheduler.msg"}
+            and set_aside(executor_broker / "bad") == {"0_half.executor.local.msg"}
         ),
     )
     r.run_hello_jobs()
@@ -176,10 +232,11 @@ def test_runall_on_the_embedded_default_runs_a_job_set_and_stops_cleanly(runall)
     assert len(pids) == len(PROCESSES)  # nothing was restarted
     r.stop()
     assert r.proc.returncode == 0, r.log()[-3000:]
-    # Every child is gone with it: nothing listens on the port any more.
+    # Every child is gone with it, and what each forked: nothing listens on the port any more.
     with pytest.raises(requests.ConnectionError):
         requests.get(f"{r.url}/healthz", timeout=2)
     assert [pid for pid in pids if alive(pid)] == []
+    assert process_groups_alive(set(pids)) == []
 
 
 def test_runall_restarts_whatever_is_killed_and_the_system_still_runs_jobs(runall):
@@ -192,6 +249,11 @@ def test_runall_restarts_whatever_is_killed_and_the_system_still_runs_jobs(runal
         r.wait_for(f"runall to see {name} die", lambda line=line: line in r.log())
         r.wait_for(f"{name} to be restarted", lambda n=name, p=pid: r.pids()[n] != p)
         assert alive(r.pids()[name])
+        # Nothing the killed process had forked outlives it (the executor's embedded beat
+        # would otherwise keep sending ticks beside the restarted executor's own).
+        r.wait_for(
+            f"what {name} had forked to go with it", lambda p=pid: not process_groups_alive({p})
+        )
     assert r.proc.poll() is None
     r.wait_for("the API after the restarts", lambda: r.answers("/api/v1/queues"))
     r.run_hello_jobs()
@@ -201,6 +263,9 @@ def test_runall_restarts_whatever_is_killed_and_the_system_still_runs_jobs(runal
 def test_kill_9_of_runall_leaves_no_process_behind(runall):
     r = runall()
     r.wait_up()
+    # Every process is at work, the executor's embedded beat included: it has ticked, and
+    # the executor registered through the executor API.
+    r.wait_for("the executor to register", lambda: r.executor_alive("local"))
     pids = r.all_pids()
     assert len(pids) == len(PROCESSES)
     assert all(alive(pid) for pid in pids)
@@ -209,6 +274,12 @@ def test_kill_9_of_runall_leaves_no_process_behind(runall):
     r.wait_for(
         "every child to die with runall",
         lambda: not [pid for pid in pids if alive(pid)],
+        timeout=30,
+    )
+    # And what the children forked (each child's process group is its own, named by its pid).
+    r.wait_for(
+        "every process the children started to die with them",
+        lambda: not process_groups_alive(set(pids)),
         timeout=30,
     )
     with pytest.raises(requests.ConnectionError):

@@ -24,7 +24,6 @@ from armada_client.k8s.io.apimachinery.pkg.api.resource import generated_pb2 as 
 
 from tests.e2e.conftest import (
     E2E_CONFIG,
-    WORKER,
     System,
     _free_port,
     authenticated_channel,
@@ -132,11 +131,7 @@ def run_system(system: System, config: dict) -> None:
     (``System.stop_all``) whatever happens."""
     system.start("web", web_command(int(system.url.rsplit(":", 1)[1])))
     system.start_scheduler()
-    for executor in config["executors"]:
-        name = executor["id"]
-        system.start(
-            f"executor-{name}", [*WORKER, "-Q", f"executor.{name}", "-n", f"executor-{name}@e2e"]
-        )
+    system.start_executors(config)
     wait_for_http(
         system.url + "/healthz",
         "the web process",

@@ -1,17 +1,21 @@
 """``manage.py check_workers``: are the scheduler, beat and the executors alive? For
 supervisors and orchestrators: exit code 0 when every check passes, 1 when one fails, 2 on
-bad usage (an executor the configuration does not name). One line per check.
+bad usage. One line per check.
 
 Checks (all of them unless ``--scheduler``, ``--beat`` or ``--executor ID`` pick some):
 - ``scheduler (lease)``: the ``scheduler`` leader lease is held and unexpired, so a worker on
   queue ``scheduler`` ran a cycle within the lease's time to live (cycles are sent by beat:
   an expired lease with a live worker means beat is down);
 - ``beat (lease)``: the ``beat`` lease is held and unexpired (renewed every second);
-- ``executor ID (heartbeat)``: the executor's last heartbeat (sent every tick) is within
-  ``executorTimeout``;
-- ``... (ping)``, with a broker that has remote control (Redis): a Celery worker consuming
-  the queue (``scheduler``, ``executor.<id>``) answers within ``--timeout``. A worker with the
-  solo pool answers between tasks, so a cycle longer than the timeout looks like silence.
+- ``executor ID (heartbeat)``: the executor's last round of the executor API (one every
+  tick) is within ``executorTimeout``. Without ``--executor``, every executor of the
+  configuration is checked, and every registered one that still has a credential not revoked
+  (revoke a cluster's credentials to retire it); an executor never seen fails;
+- ``scheduler (ping)``, with a broker that has remote control (Redis): a Celery worker
+  consuming queue ``scheduler`` answers within ``--timeout``. A worker with the solo pool
+  answers between tasks, so a cycle longer than the timeout looks like silence. (Executors
+  run their Celery workers on brokers of their own, out of the control plane's reach: their
+  heartbeat is what tells.)
 
 Every check is bounded by ``--timeout`` (default 5 s), the database's included.
 """
@@ -31,7 +35,6 @@ from django.db import connections
 from django.utils import timezone
 
 from armada.beat import LEASE_NAME as BEAT_LEASE
-from armada.celery import executor_queue
 from armada.services.scheduler import LEADER_NAME as SCHEDULER_LEASE
 
 T = TypeVar("T")
@@ -100,6 +103,20 @@ def lease_check(what: str, name: str, now: datetime, hint: str) -> Result:
     return Result(what, True, f"the {name!r} lease is held by {lease.holder} for {left:.0f} s more")
 
 
+def known_executors() -> list[str]:
+    """The executors that should be alive, by id: those the configuration names, and those
+    registered that still have a credential not revoked (revoking a cluster's credentials
+    retires it from these checks)."""
+    from armada.models import Executor, ExecutorCredential
+
+    registered = set(
+        Executor.objects.filter(
+            id__in=ExecutorCredential.objects.filter(revoked_at__isnull=True).values("cluster_id")
+        ).values_list("id", flat=True)
+    )
+    return sorted(registered | {e.id for e in settings.ARMADA.executors})
+
+
 def heartbeat_check(executor_id: str, now: datetime) -> Result:
     from armada.models import Executor
 
@@ -107,7 +124,7 @@ def heartbeat_check(executor_id: str, now: datetime) -> Result:
     timeout = float(settings.ARMADA.executor_timeout)
     row = Executor.objects.filter(id=executor_id).values_list("last_heartbeat", flat=True).first()
     if row is None:
-        return Result(what, False, "never registered: its worker has not ticked yet")
+        return Result(what, False, "never registered: it has not reached the executor API yet")
     age = (now - row).total_seconds()
     if age > timeout:
         return Result(what, False, f"last heartbeat {_ago(age)} (executorTimeout {timeout:g} s)")
@@ -159,16 +176,9 @@ class Command(BaseCommand):
     ) -> None:
         if timeout <= 0:
             raise CommandError("--timeout: must be more than 0 seconds", returncode=2)
-        configured = [e.id for e in settings.ARMADA.executors]
-        unknown = [e for e in executor if e not in configured]
-        if unknown:
-            raise CommandError(
-                f"--executor: {', '.join(unknown)} is not in the configuration "
-                f"(configured: {', '.join(configured) or 'none'})",
-                returncode=2,
-            )
         everything = not (scheduler or beat or executor)
-        executors = configured if everything else executor
+        # None: every known executor, read with the checks; [] when other checks were picked.
+        executors = executor or (None if everything else [])
         results = self.run_checks(
             scheduler=scheduler or everything,
             beat=beat or everything,
@@ -182,7 +192,7 @@ class Command(BaseCommand):
             sys.exit(1)
 
     def run_checks(
-        self, *, scheduler: bool, beat: bool, executors: list[str], timeout: float
+        self, *, scheduler: bool, beat: bool, executors: list[str] | None, timeout: float
     ) -> list[Result]:
         now = timezone.now()
 
@@ -201,7 +211,8 @@ class Command(BaseCommand):
                 found.append(
                     lease_check("beat (lease)", BEAT_LEASE, now, "no beat sends cycles or ticks")
                 )
-            found.extend(heartbeat_check(e, now) for e in executors)
+            ids = known_executors() if executors is None else executors
+            found.extend(heartbeat_check(e, now) for e in ids)
             return found
 
         try:
@@ -211,18 +222,12 @@ class Command(BaseCommand):
                 str(exc) if isinstance(exc, TimedOut) else f"unreachable ({type(exc).__name__})"
             )
             results = [Result("database", False, detail)]
-        if settings.CELERY_WORKER_ENABLE_REMOTE_CONTROL:
-            queues = (["scheduler"] if scheduler else []) + [executor_queue(e) for e in executors]
-            if queues:
-                results.extend(self.pings(queues, scheduler, executors, timeout))
+        if settings.CELERY_WORKER_ENABLE_REMOTE_CONTROL and scheduler:
+            results.extend(self.pings(["scheduler"], timeout))
         return results
 
-    def pings(
-        self, queues: list[str], scheduler: bool, executors: list[str], timeout: float
-    ) -> list[Result]:
-        names = (["scheduler (ping)"] if scheduler else []) + [
-            f"executor {e} (ping)" for e in executors
-        ]
+    def pings(self, queues: list[str], timeout: float) -> list[Result]:
+        names = [f"{q} (ping)" for q in queues]
         try:
             # The broker's own connection attempts get the same bound, plus a margin for
             # the replies gathered during ``timeout``.

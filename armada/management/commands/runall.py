@@ -6,8 +6,12 @@ Migrates, creates the local admin user, collects static files, then starts and s
 - grpc: Armada's public gRPC API (``armada.grpcserver``) on ``--host`` at ``--grpc-port``
   (default ``grpc.port`` of the configuration, 50051), or at ``ARMADA_GRPC_ADDR``;
 - scheduler: a Celery worker on queue ``scheduler``;
-- beat: Celery beat alone, sending cycles and executor ticks under the ``beat`` lease;
-- one Celery worker per configured executor on queue ``executor.<id>``.
+- executor-api: the executor API (``armada.executorapiserver``) on ``--host`` at
+  ``--executor-api-port`` (default ``executorApi.port``, 50052), or at
+  ``ARMADA_EXECUTOR_API_ADDR``;
+- beat: Celery beat alone, sending cycles under the ``beat`` lease;
+- one ``armada-executor`` process per configured executor (``armada.local_executors``), each
+  with its own credential, Celery worker and broker, talking to the executor API.
 A process that dies is restarted (``armada.supervisor``: one log line each, at most
 ``--max-restarts`` within ``--restart-window`` seconds, then everything stops and the command
 exits non-zero); Ctrl-C or SIGTERM stops every process.
@@ -26,8 +30,10 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
+from django.utils import timezone
 
-from armada.celery import executor_queue
+from armada import local_executors
+from armada.executorapiserver import executor_api_command
 from armada.grpcserver import grpc_command, join_address
 from armada.supervisor import RestartPolicy, Supervisor
 from armada.webserver import WEB_COMMAND
@@ -72,7 +78,10 @@ def celery_beat_command() -> list[str]:
 
 
 class Command(BaseCommand):
-    help = "Run web, grpc, scheduler, beat and every configured executor, restarting what dies."
+    help = (
+        "Run web, grpc, the executor API, scheduler, beat and every configured executor, "
+        "restarting what dies."
+    )
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--host", default=os.environ.get("ARMADA_HOST", "127.0.0.1"))
@@ -83,6 +92,13 @@ class Command(BaseCommand):
             default=None,
             help="port of Armada's gRPC API (default: grpc.port of the configuration; "
             "ARMADA_GRPC_ADDR=host:port overrides both)",
+        )
+        parser.add_argument(
+            "--executor-api-port",
+            type=int,
+            default=None,
+            help="port of the executor API (default: executorApi.port of the configuration; "
+            "ARMADA_EXECUTOR_API_ADDR=host:port overrides both)",
         )
         parser.add_argument("--no-admin", action="store_true", help="do not create the admin user")
         parser.add_argument(
@@ -104,6 +120,7 @@ class Command(BaseCommand):
         host: str,
         port: int,
         grpc_port: int | None,
+        executor_api_port: int | None,
         no_admin: bool,
         max_restarts: int,
         restart_window: float,
@@ -113,10 +130,14 @@ class Command(BaseCommand):
             raise CommandError("--max-restarts: must be 0 or more")
         if restart_window <= 0:
             raise CommandError("--restart-window: must be more than 0 seconds")
-        if grpc_port is not None and not 0 < grpc_port < 65536:
-            raise CommandError("--grpc-port: must be a port number (1 to 65535)")
+        for name, given in (("--grpc-port", grpc_port), ("--executor-api-port", executor_api_port)):
+            if given is not None and not 0 < given < 65536:
+                raise CommandError(f"{name}: must be a port number (1 to 65535)")
         grpc_address = os.environ.get("ARMADA_GRPC_ADDR", "").strip() or join_address(
             host, grpc_port or settings.ARMADA.grpc.port
+        )
+        api_address = os.environ.get("ARMADA_EXECUTOR_API_ADDR", "").strip() or join_address(
+            host, executor_api_port or settings.ARMADA.executor_api.port
         )
         call_command("migrate", interactive=False, verbosity=0)
         call_command("collectstatic", interactive=False, verbosity=0)
@@ -135,12 +156,16 @@ class Command(BaseCommand):
                 "--no-access-log",
             ],
             "grpc": grpc_command(grpc_address),
+            "executor-api": executor_api_command(api_address),
             "scheduler": celery_worker_command("scheduler", "scheduler"),
             "beat": celery_beat_command(),
         }
+        # Each executor is a process of its own that reaches the control plane only through
+        # the executor API, with a credential of its own, as on any other machine.
+        reach = local_executors.reachable(api_address)
         for executor in settings.ARMADA.executors:
-            processes[f"executor {executor.id}"] = celery_worker_command(
-                executor_queue(executor.id), f"executor-{executor.id}"
+            processes[f"executor {executor.id}"] = local_executors.prepare(
+                executor, var_dir=settings.VAR_DIR, api_address=reach, now=timezone.now()
             )
         url = f"http://{host}:{port}/"
 
@@ -148,7 +173,8 @@ class Command(BaseCommand):
             self.stdout.write(
                 self.style.SUCCESS(
                     f"Armada is up at {url}  (API docs {url}api/v1/docs, admin {url}admin/)\n"
-                    f"Armada's gRPC API at {grpc_address}, its REST gateway at {url}v1/"
+                    f"Armada's gRPC API at {grpc_address}, its REST gateway at {url}v1/\n"
+                    f"The executor API at {api_address}"
                 )
             )
             self.stdout.flush()
