@@ -2,7 +2,8 @@
 
 In a throw-away test database (SQLite by default, PostgreSQL when DATABASE_URL is set):
 --jobs jobs run out of memory on the fake backend under a policy that retries oom with
-memory x1.5. Measured, in-process: the executor tick that deletes the failed pods and
+memory x1.5. Measured, in-process (the agent talks to the executor API's own handler here:
+no sockets): the executor tick that deletes the failed pods and
 reports the failures, the scheduler cycle that decides them all (engine, memory mutation,
 static-fit probe, events, counters) and leases the retries again.
 

@@ -4,7 +4,8 @@ Creates a throw-away test database (SQLite by default, PostgreSQL when DATABASE_
 then measures, in-process:
 - submit: jobs per second through the submit service, in files of --batch jobs;
 - schedule: one scheduling cycle over --jobs queued jobs and --nodes nodes;
-- executor: one tick that starts every leased run, and one that reports them all finished.
+- executor: one tick that starts every leased run, and one that reports them all finished
+  (the agent talks to the executor API's own handler in this process: no sockets).
 
 Usage: ARMADA_DEV=1 [DATABASE_URL=...] .venv/bin/python bench/skeleton.py --jobs 10000 --nodes 500
 """

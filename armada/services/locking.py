@@ -50,18 +50,24 @@ def lock_jobs(
 
 
 def lock_runs_with_jobs(
-    runs: QuerySet, *, with_queue: bool = False, defer_job: Sequence[str] = ()
+    runs: QuerySet,
+    *,
+    with_queue: bool = False,
+    defer_job: Sequence[str] = (),
+    defer_run: Sequence[str] = (),
 ) -> list[Run]:
     """Lock the runs of ``runs`` and their jobs, jobs first (see the order above); each run
     comes back with its locked job attached. A run that stopped matching ``runs`` while we
-    waited for its lock is left out."""
+    waited for its lock is left out. ``defer_job`` and ``defer_run`` name columns the caller
+    never reads."""
     job_ids = list(runs.values_list("job_id", flat=True))
     if not job_ids:
         return []
     jobs = lock_jobs(job_ids, with_queue=with_queue, defer=defer_job)
     # Only the runs of the jobs locked above: a run created meanwhile (a new lease of a job
     # that was not in the first read) is left for the next pass, since its job is not locked.
-    locked = list(lock(runs.filter(job_id__in=jobs.keys())))
+    selected = runs.filter(job_id__in=jobs.keys())
+    locked = list(lock(selected.defer(*defer_run) if defer_run else selected))
     for run in locked:
         run.job = jobs[run.job_id]
     return locked

@@ -56,10 +56,13 @@ REPORT_JOB_FIELDS = [
     *latest_run.FIELDS,
 ]
 JOB_COLUMNS_NOT_READ = ("pod_spec", "requests", "mutations", "annotations")
-# A batch of nothing but pending and running reports changes only these.
+# A batch of nothing but pending and running reports changes only these (the job's copy of
+# its latest run, ``latest_*``, says what the lease said until the run ends or is decided).
 PROGRESS_RUN_FIELDS = ("state", "pending_at", "running_at")
-PROGRESS_JOB_FIELDS = ("state", "last_transition_at", *latest_run.FIELDS)
+PROGRESS_JOB_FIELDS = ("state", "last_transition_at")
 PROGRESS = frozenset({RunState.PENDING, RunState.RUNNING})
+# ...and read none of these of a run.
+RUN_COLUMNS_NOT_READ_IN_PROGRESS = ("requests", "decision", "exit_codes", "message", "hint")
 
 
 class Outcome(StrEnum):
@@ -91,14 +94,15 @@ def runs_apply_report_batch(
     outcomes: dict[int, ReportOutcome] = {}
     max_retries = settings.ARMADA.scheduling.max_retries
     with transaction.atomic():
+        progress_only = all(r.state in PROGRESS for r in reports)
         runs = {
             r.id: r
             for r in lock_runs_with_jobs(
                 Run.objects.filter(id__any=run_ids, executor=executor_id),
                 defer_job=JOB_COLUMNS_NOT_READ,
+                defer_run=RUN_COLUMNS_NOT_READ_IN_PROGRESS if progress_only else (),
             )
         }
-        progress_only = all(r.state in PROGRESS for r in reports)
         changes = Changes(
             job_fields=PROGRESS_JOB_FIELDS if progress_only else REPORT_JOB_FIELDS,
             run_fields=PROGRESS_RUN_FIELDS if progress_only else RUN_FIELDS,

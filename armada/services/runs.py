@@ -126,9 +126,10 @@ class Changes:
         """Rows first (already locked, jobs before runs), then the events, which take the
         event-log lock, then the counters, which are written only under that lock (see
         ``services.locking``). Each run is copied onto its job (``services.latest_run``)."""
-        for run in self.runs.values():
-            if (job := self.jobs.get(run.job_id)) is not None:
-                latest_run.copy_to_job(run, job)
+        if latest_run.FIELDS[0] in self.job_fields:  # else nothing the copy holds changed
+            for run in self.runs.values():
+                if (job := self.jobs.get(run.job_id)) is not None:
+                    latest_run.copy_to_job(run, job)
         bulk_update_fields(list(self.runs.values()), self.run_fields)
         bulk_update_fields(list(self.jobs.values()), self.job_fields)
         events_append(events=self.events)
