@@ -72,7 +72,10 @@ def configured(settings):
     settings.ARMADA = parse_config(
         {
             "executors": [
-                {"id": "east", "nodes": [{"name": "n", "allocatable": {"cpu": "8", "memory": "8Gi"}}]}
+                {
+                    "id": "east",
+                    "nodes": [{"name": "n", "allocatable": {"cpu": "8", "memory": "8Gi"}}],
+                }
             ]
         }
     )
