@@ -165,6 +165,16 @@ def hub_for_loop() -> Hub | None:
     return hub
 
 
+async def hub_close() -> None:
+    """End this loop's subscription, if it has one: for a loop about to be closed (a server
+    stopped for good inside a longer-lived process), whose subscription would otherwise stay
+    open on Redis until the process exits."""
+    hub = _hubs.pop(asyncio.get_running_loop(), None)
+    if hub is not None and hub.task is not None:
+        hub.task.cancel()
+        await asyncio.gather(hub.task, return_exceptions=True)
+
+
 async def register(queue: str, job_set: str) -> Waiter:
     """A waiter for one job set. With Redis, waits (briefly, once per process) for the
     subscription, so that nothing committed after the stream's first read goes unnoticed."""

@@ -63,6 +63,23 @@ PROGRESS_JOB_FIELDS = ("state", "last_transition_at")
 PROGRESS = frozenset({RunState.PENDING, RunState.RUNNING})
 # ...and read none of these of a run.
 RUN_COLUMNS_NOT_READ_IN_PROGRESS = ("requests", "decision", "exit_codes", "message", "hint")
+# A batch of progress, successes and failures (no stop, no lease returned) changes only
+# these: a run's outcome, and of its job the state, and the latest run's copy (exit code).
+FINISH = frozenset({*PROGRESS, RunState.SUCCEEDED, RunState.FAILED})
+FINISH_RUN_FIELDS = (
+    *PROGRESS_RUN_FIELDS,
+    "finished_at",
+    "exit_code",
+    "reason",
+    "message",
+    "failure_category",
+    "failure_subcategory",
+    "hint",
+    "exit_codes",
+    "pod_kept_until",
+    "decided_at",
+)
+FINISH_JOB_FIELDS = (*PROGRESS_JOB_FIELDS, *latest_run.FIELDS)
 
 
 class Outcome(StrEnum):
@@ -103,10 +120,12 @@ def runs_apply_report_batch(
                 defer_run=RUN_COLUMNS_NOT_READ_IN_PROGRESS if progress_only else (),
             )
         }
-        changes = Changes(
-            job_fields=PROGRESS_JOB_FIELDS if progress_only else REPORT_JOB_FIELDS,
-            run_fields=PROGRESS_RUN_FIELDS if progress_only else RUN_FIELDS,
-        )
+        if progress_only:
+            changes = Changes(job_fields=PROGRESS_JOB_FIELDS, run_fields=PROGRESS_RUN_FIELDS)
+        elif all(r.state in FINISH for r in reports):
+            changes = Changes(job_fields=FINISH_JOB_FIELDS, run_fields=FINISH_RUN_FIELDS)
+        else:
+            changes = Changes(job_fields=REPORT_JOB_FIELDS, run_fields=RUN_FIELDS)
         logs: dict[str, RunReport] = {}
         requestors = _stop_requestors(runs, reports)
         for i in in_run_order(reports):

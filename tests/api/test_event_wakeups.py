@@ -210,3 +210,23 @@ def test_a_stream_resumed_after_a_disconnect_counts_every_event_once(queue, owne
     )
     assert len(stored) == batches * per_batch * 2
     assert seen == stored  # every event, once, in order
+
+
+@needs_redis
+def test_closing_a_loops_hub_ends_its_redis_subscription():
+    import redis
+
+    channel = channel_name(settings.REDIS_URL)
+    client = redis.Redis.from_url(settings.REDIS_URL)
+
+    async def scenario() -> tuple[int, int]:
+        before = client.pubsub_numsub(channel)[0][1]
+        waiter = await wakeups.register("demo", "set-1")
+        during = client.pubsub_numsub(channel)[0][1]
+        waiter.close()
+        await wakeups.hub_close()
+        await asyncio.sleep(0.1)
+        return during - before, client.pubsub_numsub(channel)[0][1] - before
+
+    opened, left = asyncio.run(scenario())
+    assert (opened, left) == (1, 0)

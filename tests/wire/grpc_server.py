@@ -53,8 +53,11 @@ class InProcessServer:
         return asyncio.run_coroutine_threadsafe(self.server.stop(grace), self.loop)
 
     def close(self) -> None:
+        from armada.api.wakeups import hub_close
+
         self.channel.close()
         self.run(self.server.stop(0))
+        self.run(hub_close())  # the loop goes: its Redis subscription goes with it
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(TIMEOUT)
         self.loop.close()
