@@ -20,7 +20,6 @@ credential is refused from the next call on.
 from __future__ import annotations
 
 import re
-import secrets
 import unicodedata
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -34,7 +33,7 @@ from armada.models import ExecutorCredential
 from armada.services.authz import require_global
 from armada.services.errors import AlreadyExists, FieldError, NotFound, ValidationFailed
 from armada.services.tokens import KEY_PREFIX as USER_TOKEN_PREFIX
-from armada.services.tokens import LAST_USED_EVERY, key_digest
+from armada.services.tokens import KEY_RANDOM_CHARS, LAST_USED_EVERY, key_digest, new_key
 
 __all__ = [
     "DEFAULT_NAME",
@@ -58,7 +57,6 @@ __all__ = [
 ]
 
 KEY_PREFIX = "arme_"
-KEY_RANDOM_CHARS = 40
 PREFIX_CHARS = len(KEY_PREFIX) + 8
 KEY_SHAPE = re.compile(rf"{KEY_PREFIX}[A-Za-z0-9_-]{{{KEY_RANDOM_CHARS}}}")
 NAME_MAX_CHARS = 100
@@ -190,7 +188,7 @@ def executor_credential_issue(
     revoked at ``now`` first, in the same transaction as the new one is made: a key that was
     lost is replaced without a name clash."""
     clean_cluster, clean_name = executor_credential_input(cluster_id=cluster_id, name=name)
-    key = KEY_PREFIX + secrets.token_urlsafe(KEY_RANDOM_CHARS)[:KEY_RANDOM_CHARS]
+    key = new_key(KEY_PREFIX)
     try:
         with transaction.atomic():
             if replace:

@@ -50,6 +50,11 @@ class NewToken:
     key: str
 
 
+def new_key(prefix: str = KEY_PREFIX) -> str:
+    """A new key: ``prefix`` and ``KEY_RANDOM_CHARS`` random URL-safe characters."""
+    return prefix + secrets.token_urlsafe(KEY_RANDOM_CHARS)[:KEY_RANDOM_CHARS]
+
+
 def key_digest(key: str) -> str:
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
 
@@ -124,7 +129,7 @@ def token_create(*, user: Any, name: Any, expires_at: datetime | None, now: date
     """Make a token for ``user``; the returned key is never stored and cannot be shown again.
     A name already used by another of the user's tokens (not revoked) is a Conflict."""
     clean = _clean_name(name)
-    key = KEY_PREFIX + secrets.token_urlsafe(KEY_RANDOM_CHARS)[:KEY_RANDOM_CHARS]
+    key = new_key()
     try:
         with transaction.atomic():
             active = ApiToken.objects.filter(user=user, revoked_at__isnull=True).count()
