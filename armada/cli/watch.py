@@ -216,7 +216,8 @@ def format_event(event: Mapping[str, Any], tz: tzinfo | None = None) -> str:
     ``failed``: exit code, reason, failure category (with the subcategory after a slash
     when there is one), retryable, then in brackets what was decided (:func:`decision_text`),
     then the category's hint and the termination message, each shortened
-    (:func:`shorten`) and left out when empty; ``leased``: the node.
+    (:func:`shorten`) and left out when empty; ``leased``: the node; ``ingress_info``: the
+    ingress addresses by container port (:func:`ingress_text`).
     """
     kind = str(event.get("type") or "?")
     parts = [
@@ -242,7 +243,17 @@ def format_event(event: Mapping[str, Any], tz: tzinfo | None = None) -> str:
                 parts.append(f"{key}={_word(text)}")
     elif kind == "leased":
         parts.append(f"node={_word(event_field(event, 'nodeName', 'node'))}")
+    elif kind == "ingress_info":
+        parts.append(f"addresses={_word(ingress_text(event.get('ingressAddresses')))}")
     return "  ".join(parts).rstrip()
+
+
+def ingress_text(addresses: Any) -> str | None:
+    """``8080=host:8080,8443=host:8443`` (in port order), or None when there are none."""
+    if not isinstance(addresses, Mapping) or not addresses:
+        return None
+    ports = sorted(addresses, key=lambda p: (len(str(p)), str(p)))  # numeric text in order
+    return ",".join(f"{port}={addresses[port]}" for port in ports)
 
 
 def run_watch(

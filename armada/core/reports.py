@@ -18,6 +18,12 @@ class RunReport:
     category's action is Retain): when it will delete it (``keptPodRetention``). Reports are
     idempotent: applying a report that does not move the run forward (it is already there,
     or already ended) changes nothing.
+
+    A ``RUNNING`` report with ``ingress_addresses`` (container port -> address, at least
+    one) is the run's *ingress info*: the executor sends it on its own, after the run's
+    ``RUNNING`` report, once the cluster has the addresses of the job's ingresses. The
+    server records them on the run and publishes one ``ingress_info`` event; the same
+    addresses sent again change nothing (``services.run_ingress``).
     """
 
     run_id: str
@@ -32,3 +38,8 @@ class RunReport:
     hint: str = ""
     log: str | None = None
     pod_kept_until: datetime | None = None
+    ingress_addresses: dict[int, str] | None = None
+
+    @property
+    def is_ingress_info(self) -> bool:
+        return self.state == RunState.RUNNING and bool(self.ingress_addresses)

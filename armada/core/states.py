@@ -137,3 +137,5 @@ class EventType(StrEnum):
     CANCELLED = "cancelled"
     PREEMPTING = "preempting"
     PREEMPTED = "preempted"
+    # The addresses of a running job's ingresses (once a run).
+    INGRESS_INFO = "ingress_info"

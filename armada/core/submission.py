@@ -5,7 +5,8 @@
 service can write all the jobs of a file or none of them. Annotation and label keys, label
 values and the size of a job's annotations follow Kubernetes' rules (``core.labels``).
 A job's ``clientId`` (Armada's deduplication key, at most 100 characters) is unique within a
-file: two jobs of one file with the same clientId are refused.
+file: two jobs of one file with the same clientId are refused. A job's ``services`` and
+``ingress`` items, and the ports its containers declare, are checked by ``core.job_network``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 from armada.core.errors import FieldError, ValidationFailed
 from armada.core.fakepod import PREFIX as FAKE_PREFIX
 from armada.core.fakepod import parse_fake_outcome
+from armada.core.job_network import parse_ingress, parse_services, pod_port_problems
 from armada.core.labels import annotation_problems, label_problems
 from armada.core.quantity import CPU, MAX_MILLI, MEMORY, Resources, parse_quantity
 
@@ -29,7 +31,16 @@ GANG_CARDINALITY = ANNOTATION_PREFIX + "gangCardinality"
 GANG_UNIFORMITY_LABEL = ANNOTATION_PREFIX + "gangNodeUniformityLabel"
 
 FILE_KEYS = {"queue", "jobSetId", "jobs"}
-JOB_KEYS = {"priority", "namespace", "annotations", "labels", "podSpec", "clientId"}
+JOB_KEYS = {
+    "priority",
+    "namespace",
+    "annotations",
+    "labels",
+    "podSpec",
+    "clientId",
+    "services",
+    "ingress",
+}
 MAX_JOB_SET_LENGTH = 1024
 # Armada's bound on a clientId (its deduplication key).
 MAX_CLIENT_ID_LENGTH = 100
@@ -56,6 +67,9 @@ class JobSpec:
     labels: dict[str, str] = field(default_factory=dict)
     # The submitter's deduplication key; "" when none was given.
     client_id: str = ""
+    # The job's network objects, complete (``core.job_network``); empty for most jobs.
+    services: list[dict[str, Any]] = field(default_factory=list)
+    ingress: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -237,6 +251,9 @@ def _parse_job(
         errors.append(FieldError(f"{where}.podSpec", "is required and must be a mapping"))
         return None
     requests = _pod_requests(pod_spec, f"{where}.podSpec", errors)
+    errors.extend(pod_port_problems(pod_spec, f"{where}.podSpec"))
+    services = parse_services(job.get("services"), f"{where}.services", errors)
+    ingress = parse_ingress(job.get("ingress"), f"{where}.ingress", errors)
     pc = pod_spec.get("priorityClassName") or default_priority_class
     if not isinstance(pc, str) or pc not in priority_classes:
         errors.append(
@@ -310,6 +327,8 @@ def _parse_job(
         gang_uniformity_label=annotations.get(GANG_UNIFORMITY_LABEL, ""),
         fail_fast=fail_fast == "true" or cardinality > 1,
         client_id=client_id,
+        services=services,
+        ingress=ingress,
     )
 
 

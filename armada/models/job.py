@@ -34,6 +34,11 @@ class Job(models.Model):
     priority_class = models.CharField(max_length=63)
     pod_spec = models.JSONField()
     annotations = models.JSONField(default=dict, blank=True)
+    # The job's network objects, in the job file's shape with every key present
+    # (``core.job_network``): a Service per ``services`` item and an Ingress per ``ingress``
+    # item, made with the pod. Empty lists for most jobs.
+    services = models.JSONField(default=list, blank=True)
+    ingress = models.JSONField(default=list, blank=True)
     requests = models.JSONField(default=dict)
     gang_id = models.CharField(max_length=255, blank=True)
     gang_cardinality = models.PositiveIntegerField(default=1)
@@ -164,6 +169,10 @@ class Run(models.Model):
     # again. A run missing for longer than executorTimeout is expired
     # (``services.executor_rounds``).
     missing_since = models.DateTimeField(null=True, blank=True)
+    # The addresses of the job's ingresses for this run, by container port (JSON keys are
+    # text: {"8080": "host:port"}), as the executor reported them once the pod ran; empty
+    # until then, and for a job without ingress (``services.run_ingress``).
+    ingress_addresses = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["leased_at", "id"]

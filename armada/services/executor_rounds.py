@@ -182,15 +182,18 @@ def _expire_missing(
 def _lease_rows(run_ids: list[str]) -> list[dict[str, Any]]:
     if not run_ids:
         return []
-    # The pod spec and the mutations are read as the JSON text the database keeps: they are
-    # sent as text, so they are never decoded and encoded again here.
+    # The pod spec, the mutations, the services and the ingresses are read as the JSON text
+    # the database keeps: they are sent as text, so they are never decoded and encoded again
+    # here.
     rows = {
         r["id"]: r
         for r in Run.objects.filter(id__any=run_ids, state=RunState.LEASED)
         .annotate(
             pod_spec_json=Cast("job__pod_spec", TextField()),
             mutations_json=Cast("job__mutations", TextField()),
+            services_json=Cast("job__services", TextField()),
+            ingress_json=Cast("job__ingress", TextField()),
         )
-        .values(*LEASE_FIELDS, "pod_spec_json", "mutations_json")
+        .values(*LEASE_FIELDS, "pod_spec_json", "mutations_json", "services_json", "ingress_json")
     }
     return [rows[run_id] for run_id in run_ids if run_id in rows]

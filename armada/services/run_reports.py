@@ -11,6 +11,10 @@ says for each report what became of it:
   already (a late success of a run whose lease expired meanwhile), or the move is not one a
   run can make (a running run cannot be returned). Nothing changed.
 
+A run's *ingress info* (a ``running`` report with ingress addresses) has outcomes of its own
+(``services.run_ingress``); it is applied after the run's ``running`` report of the same
+batch, and only a batch that holds one reads or writes the run's ``ingress_addresses``.
+
 So the reports are idempotent: a batch applied twice changes nothing the second time, and a
 failure or a retry is never counted twice. Within a batch a run's reports are applied in run
 order (pending, running, then its end), whatever order they came in; a report older than
@@ -20,9 +24,7 @@ what the run has reached is a duplicate.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
-from enum import StrEnum
 
 from django.conf import settings
 from django.db import transaction
@@ -33,6 +35,9 @@ from armada.models import Event, Job, Run, RunLog
 from armada.services import latest_run
 from armada.services.failures import lease_return_verdict
 from armada.services.locking import lock_runs_with_jobs
+from armada.services.report_outcomes import Outcome, ReportOutcome
+from armada.services.run_ingress import FIELD as INGRESS_FIELD
+from armada.services.run_ingress import ingress_outcome, record_ingress
 from armada.services.runs import FAILURE_CATEGORY_COUNTER, RUN_FIELDS, Changes, record_failure
 
 LOG_LIMIT = 64 * 1024
@@ -55,7 +60,7 @@ REPORT_JOB_FIELDS = [
     "lease_return_count",
     *latest_run.FIELDS,
 ]
-JOB_COLUMNS_NOT_READ = ("pod_spec", "requests", "mutations", "annotations")
+JOB_COLUMNS_NOT_READ = ("pod_spec", "requests", "mutations", "annotations", "services", "ingress")
 # A batch of nothing but pending and running reports changes only these (the job's copy of
 # its latest run, ``latest_*``, says what the lease said until the run ends or is decided).
 PROGRESS_RUN_FIELDS = ("state", "pending_at", "running_at")
@@ -82,18 +87,6 @@ FINISH_RUN_FIELDS = (
 FINISH_JOB_FIELDS = (*PROGRESS_JOB_FIELDS, *latest_run.FIELDS)
 
 
-class Outcome(StrEnum):
-    APPLIED = "applied"
-    DUPLICATE = "duplicate"
-    REFUSED = "refused"
-
-
-@dataclass(frozen=True)
-class ReportOutcome:
-    outcome: Outcome
-    reason: str = ""
-
-
 def runs_apply_reports(*, executor_id: str, reports: Sequence[RunReport], now: datetime) -> int:
     """Apply ``reports`` for runs of ``executor_id``; returns how many took effect."""
     outcomes = runs_apply_report_batch(executor_id=executor_id, reports=reports, now=now)
@@ -112,12 +105,14 @@ def runs_apply_report_batch(
     max_retries = settings.ARMADA.scheduling.max_retries
     with transaction.atomic():
         progress_only = all(r.state in PROGRESS for r in reports)
+        ingress = any(r.ingress_addresses for r in reports)
+        not_read = RUN_COLUMNS_NOT_READ_IN_PROGRESS if progress_only else ()
         runs = {
             r.id: r
             for r in lock_runs_with_jobs(
                 Run.objects.filter(id__any=run_ids, executor=executor_id),
                 defer_job=JOB_COLUMNS_NOT_READ,
-                defer_run=RUN_COLUMNS_NOT_READ_IN_PROGRESS if progress_only else (),
+                defer_run=not_read if ingress else (*not_read, INGRESS_FIELD),
             )
         }
         if progress_only:
@@ -126,11 +121,19 @@ def runs_apply_report_batch(
             changes = Changes(job_fields=FINISH_JOB_FIELDS, run_fields=FINISH_RUN_FIELDS)
         else:
             changes = Changes(job_fields=REPORT_JOB_FIELDS, run_fields=RUN_FIELDS)
+        if ingress:
+            changes.run_fields = (*changes.run_fields, INGRESS_FIELD)
         logs: dict[str, RunReport] = {}
         requestors = _stop_requestors(runs, reports)
         for i in in_run_order(reports):
             report = reports[i]
             run = runs.get(report.run_id)
+            if report.is_ingress_info:
+                outcomes[i] = outcome = ingress_outcome(run, report, executor_id)
+                if outcome.outcome == Outcome.APPLIED:
+                    changes.touch(run, run.job)
+                    record_ingress(run, run.job, report, changes)
+                continue
             outcomes[i] = outcome = _outcome(run, report, executor_id)
             if outcome.outcome != Outcome.APPLIED:
                 continue  # changes nothing, its log included
@@ -160,15 +163,17 @@ def _rank(state: RunState) -> int:
 
 def in_run_order(reports: Sequence[RunReport]) -> list[int]:
     """The indexes of ``reports`` in the order to apply them: each run's reports sorted by
-    phase (pending, running, then how it ended), in the places its reports held, so that
-    the batch's interleaving of runs is kept."""
+    phase (pending, running, its ingress info, then how it ended), in the places its reports
+    held, so that the batch's interleaving of runs is kept."""
     places: dict[str, list[int]] = {}
     for i, report in enumerate(reports):
         places.setdefault(report.run_id, []).append(i)
     order = list(range(len(reports)))
     for indexes in places.values():
         if len(indexes) > 1:
-            ranked = sorted(indexes, key=lambda i: _rank(reports[i].state))
+            ranked = sorted(
+                indexes, key=lambda i: (_rank(reports[i].state), reports[i].is_ingress_info)
+            )
             for place, i in zip(indexes, ranked, strict=True):
                 order[place] = i
     return order
@@ -178,6 +183,10 @@ def _outcome(run: Run | None, report: RunReport, executor_id: str) -> ReportOutc
     if run is None:
         return ReportOutcome(
             Outcome.REFUSED, f"run {report.run_id} is not a run of executor {executor_id}"
+        )
+    if report.ingress_addresses:
+        return ReportOutcome(
+            Outcome.REFUSED, f"ingress addresses come on a running report, not on {report.state}"
         )
     current = RunState(run.state)
     if run_can_move(current, report.state):

@@ -130,6 +130,8 @@ def _store(
                         "priority_class": spec.priority_class,
                         "pod_spec": spec.pod_spec,
                         "annotations": spec.annotations,
+                        "services": spec.services,
+                        "ingress": spec.ingress,
                         "requests": spec.requests.to_dict(),
                         "gang_id": spec.gang_id,
                         "gang_cardinality": spec.gang_cardinality,

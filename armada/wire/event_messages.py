@@ -32,6 +32,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from armada.models import Event, Job, Run
 from armada.services.events import current_payload
+from armada.wire.job_network import ingress_messages, service_messages
 from armada.wire.podspec import pod_spec_message
 
 # Kubernetes' reason for a failure -> Armada's Cause (anything else is ``Error``).
@@ -62,13 +63,15 @@ JOB_MESSAGE_FIELDS = (
     "priority",
     "annotations",
     "pod_spec",
+    "services",
+    "ingress",
     "submitted_at",
 )
 
 
 def job_message(job: Job, pod_specs: dict[str, core_v1.PodSpec] | None = None) -> submit_pb2.Job:
     """A job as Armada's ``api.Job``: its identity, owner, priority, annotations, node
-    selector (Armada's ``required_node_labels``) and pod spec. ``pod_specs`` memoizes the
+    selector (Armada's ``required_node_labels``), pod spec, services and ingress. ``pod_specs`` memoizes the
     pod spec messages of a batch by their JSON: the jobs of one submit mostly share one."""
     pod_spec = job.pod_spec if isinstance(job.pod_spec, dict) else {}
     node_selector = pod_spec.get("nodeSelector")
@@ -91,6 +94,8 @@ def job_message(job: Job, pod_specs: dict[str, core_v1.PodSpec] | None = None) -
         required_node_labels=_strings(node_selector),
         pod_spec=pod_spec_msg,
         created=timestamp(job.submitted_at),
+        services=service_messages(job.services),
+        ingress=ingress_messages(job.ingress),
     )
 
 
@@ -286,6 +291,23 @@ def _preempted(event: Event, p: Mapping[str, Any], batch: _Batch) -> event_pb2.E
     )
 
 
+def _ingress_info(event: Event, p: Mapping[str, Any], batch: _Batch) -> event_pb2.EventMessage:
+    addresses = {}
+    for port, address in (p.get("ingressAddresses") or {}).items():
+        if str(port).isdigit() and 0 < int(port) < 2**31:
+            addresses[int(port)] = _text(address)
+    return event_pb2.EventMessage(
+        ingress_info=event_pb2.JobIngressInfoEvent(
+            **_common(event),
+            **_pod(p),
+            node_name=_text(p.get("nodeName")),
+            kubernetes_id=event.run_id,  # Armada names the run so here
+            pod_number=0,
+            ingress_addresses=addresses,
+        )
+    )
+
+
 def _plain(field: str, message_class: type) -> Callable[..., event_pb2.EventMessage]:
     def convert(event: Event, p: Mapping[str, Any], batch: _Batch) -> event_pb2.EventMessage:
         return event_pb2.EventMessage(**{field: message_class(**_common(event))})
@@ -310,6 +332,7 @@ CONVERTERS: dict[str, Callable[[Event, Mapping[str, Any], _Batch], event_pb2.Eve
     "cancelled": _requested("cancelled", event_pb2.JobCancelledEvent),
     "preempting": _requested("preempting", event_pb2.JobPreemptingEvent),
     "preempted": _preempted,
+    "ingress_info": _ingress_info,
 }
 
 

@@ -11,7 +11,8 @@ Every call is checked in this order, each refusal changing nothing:
    FAILED_PRECONDITION when a newer session fenced this one (``services.executor_sessions``);
 5. the request's own fields: INVALID_ARGUMENT naming the field (``nodes[3].allocatable.cpu``).
    In a report, a malformed event is refused on its own (its result says why) and the
-   others are applied.
+   others are applied; ingress addresses are well formed only on a RUNNING event, with
+   ports from 1 to 65535 and addresses of 1 to 2048 characters.
 """
 
 from __future__ import annotations
@@ -51,6 +52,8 @@ from armada.wire.grpc_auth import authorization
 LEASES_PER_MESSAGE = 500
 MAX_NODES = 100_000
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+MAX_INGRESS_ADDRESSES = 1000
+MAX_INGRESS_ADDRESS_LENGTH = 2048
 NO_CREDENTIAL = (
     "no executor credential: send the metadata 'authorization: Bearer <credential>' "
     "(armadactl create executor-credential <cluster id> makes one)"
@@ -215,6 +218,8 @@ def job_run_lease(row: dict[str, Any]) -> pb.JobRunLease:
         priority=row["job__priority"],
         priority_class=row["job__priority_class"],
         leased_at=timestamp(row["leased_at"]),
+        services_json=row.get("services_json") or "[]",
+        ingress_json=row.get("ingress_json") or "[]",
     )
 
 
@@ -228,6 +233,22 @@ def _event_problem(i: int, event: pb.RunEvent) -> str:
         return f"events[{i}].phase: missing or unknown ({event.phase})"
     if not event.HasField("at"):
         return f"events[{i}].at: missing (when the pod reached the phase)"
+    if event.ingress_addresses:
+        return _ingress_problem(i, event)
+    return ""
+
+
+def _ingress_problem(i: int, event: pb.RunEvent) -> str:
+    where = f"events[{i}].ingressAddresses"
+    if event.phase != pb.RUNNING:
+        return f"{where}: only a RUNNING event carries ingress addresses"
+    if len(event.ingress_addresses) > MAX_INGRESS_ADDRESSES:
+        return f"{where}: at most {MAX_INGRESS_ADDRESSES} addresses"
+    for port, address in sorted(event.ingress_addresses.items()):
+        if not 1 <= port <= 65535:
+            return f"{where}[{port}]: not a port (1 to 65535)"
+        if not address.strip() or len(address) > MAX_INGRESS_ADDRESS_LENGTH:
+            return f"{where}[{port}]: must be 1 to {MAX_INGRESS_ADDRESS_LENGTH} characters"
     return ""
 
 

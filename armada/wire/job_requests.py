@@ -6,9 +6,11 @@ whole number from 0 to 2^32-1; an empty ``namespace`` is our default one; ``clie
 ``labels`` and ``annotations`` are kept; the pod spec (``podSpec``, or the one of
 ``podSpecs``) becomes Kubernetes' JSON (``wire.podspec``); ``requiredNodeLabels`` join its
 ``nodeSelector``; ``externalJobUri`` is kept as the annotation Armada reads it from
-(``armadaproject.io/externalJobUri``). What our job files cannot say, and no part of this
-server would honour, is refused naming its field rather than dropped: several pod specs,
-``ingress``, ``services``, a ``scheduler`` other than the default.
+(``armadaproject.io/externalJobUri``); ``services`` and ``ingress`` become the job's items of
+the same names (``wire.job_network``), checked by our validation like a job file's, their
+problems named in the request's spelling (``jobRequestItems[0].ingress[1].ports[0]``).
+What our job files cannot say, and no part of this server would honour, is refused naming
+its field rather than dropped: several pod specs, a ``scheduler`` other than the default.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from armada.core.errors import FieldError, ValidationFailed
 from armada.core.submission import MAX_PRIORITY
 from armada.services.submit import MAX_JOBS_PER_SUBMIT, job_file_problems
 from armada.web.storable import check_storable
+from armada.wire.job_network import ingress_of, services_of
 from armada.wire.podspec import pod_spec_from_message
 
 EXTERNAL_JOB_URI = "armadaproject.io/externalJobUri"
@@ -71,8 +74,8 @@ def armada_names(names: FieldNames) -> Iterator[None]:
 def job_file_of(request: submit_pb2.JobSubmitRequest) -> tuple[dict[str, Any], FieldNames]:
     """Our job file for a JobSubmitRequest, and the way back to the request's field names.
 
-    Raises ValidationFailed for what our job files cannot say (several pod specs, ingresses,
-    a priority with a fraction), together with every problem our own validation finds in the
+    Raises ValidationFailed for what our job files cannot say (several pod specs, a
+    priority with a fraction), together with every problem our own validation finds in the
     rest, so that one answer names every field at fault."""
     count = len(request.job_request_items)
     if count > MAX_JOBS_PER_SUBMIT:  # before any work on them
@@ -170,15 +173,10 @@ def _job_of(
             FieldError(f"{where}.requiredNodeLabels", "needs a pod spec to add its nodeSelector to")
         )
 
-    for name in ("ingress", "services"):
-        if len(getattr(item, name)):
-            problems.append(
-                FieldError(
-                    f"{where}.{name}",
-                    "is not supported: this server creates no Kubernetes ingresses or services "
-                    "for a job; leave it out",
-                )
-            )
+    if len(item.services):
+        job["services"] = services_of(item.services)
+    if len(item.ingress):
+        job["ingress"] = ingress_of(item.ingress)
     if item.scheduler:
         problems.append(
             FieldError(

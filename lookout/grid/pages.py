@@ -49,7 +49,7 @@ PLAN_KEEP_SECONDS = 60
 PLAN_PREFIX = "lookout:grid-plan:"
 PLAN_CACHE = "lookout-plans"
 # Job columns no row shows (the pod spec is the largest of all).
-UNREAD = ("pod_spec", "mutations", "terminal_message", "client_id")
+UNREAD = ("pod_spec", "mutations", "terminal_message", "client_id", "services", "ingress")
 
 
 @dataclass

@@ -359,7 +359,7 @@ FIELD_CASES = [
         "unknown-job-field",
         job_file(job(image="busybox")),
         ["jobs[0].image"],
-        "unknown field; allowed: annotations, clientId, labels, namespace, podSpec, priority",
+        "unknown field; allowed: annotations, clientId, ingress, labels, namespace, podSpec, priority, services",
     ),
     (
         "misspelt-pod-spec",

@@ -94,6 +94,54 @@ def test_submit_jobs_stores_each_item_as_a_job(owner, queue):
     assert Event.objects.filter(job_id__in=ids).count() == 4
 
 
+def test_submit_jobs_keeps_services_and_ingress(owner, queue):
+    """Armada's ServiceConfig / IngressConfig become the job's items, every key present; a
+    port need not be one a container declares (Armada does not ask it either)."""
+    request = submit_request(
+        item(
+            services=[
+                submit_pb2.ServiceConfig(ports=[8080, 9090], name="web"),
+                submit_pb2.ServiceConfig(type=submit_pb2.Headless, ports=[7000]),
+            ],
+            ingress=[
+                submit_pb2.IngressConfig(
+                    ports=[8080],
+                    annotations={"nginx.ingress.kubernetes.io/ssl-redirect": "false"},
+                    tls_enabled=True,
+                    cert_name="web-cert",
+                    use_clusterIP=True,
+                ),
+                submit_pb2.IngressConfig(ports=[9090]),
+            ],
+        ),
+        item(),
+    )
+    first, second = (
+        Job.objects.get(id=i) for i in submitted_ids(call("SubmitJobs", owner, request))
+    )
+    assert first.services == [
+        {"type": "NodePort", "ports": [8080, 9090], "name": "web"},
+        {"type": "Headless", "ports": [7000], "name": ""},
+    ]
+    assert first.ingress == [
+        {
+            "ports": [8080],
+            "annotations": {"nginx.ingress.kubernetes.io/ssl-redirect": "false"},
+            "tlsEnabled": True,
+            "certName": "web-cert",
+            "useClusterIP": True,
+        },
+        {
+            "ports": [9090],
+            "annotations": {},
+            "tlsEnabled": False,
+            "certName": "",
+            "useClusterIP": False,
+        },
+    ]
+    assert (second.services, second.ingress) == ([], [])
+
+
 def test_submit_jobs_with_a_known_client_id_answers_with_the_original_job(owner, queue):
     request = submit_request(item(client_id="once"), item(client_id="twice"))
     first = submitted_ids(call("SubmitJobs", owner, request))
@@ -162,14 +210,49 @@ BAD_ITEMS = [
     ("bad-label", item(labels={"bad key!": "x"}), ["jobRequestItems[0].labels[bad key!]"]),
     ("long-client-id", item(client_id="x" * 101), ["jobRequestItems[0].clientId"]),
     (
-        "ingress",
-        item(ingress=[submit_pb2.IngressConfig(ports=[8080])]),
-        ["jobRequestItems[0].ingress"],
+        "ingress-without-ports",
+        item(ingress=[submit_pb2.IngressConfig()]),
+        ["jobRequestItems[0].ingress[0].ports"],
     ),
     (
-        "services",
-        item(services=[submit_pb2.ServiceConfig(ports=[8080])]),
-        ["jobRequestItems[0].services"],
+        "ingress-port-in-two-items",
+        item(
+            ingress=[
+                submit_pb2.IngressConfig(ports=[8080]),
+                submit_pb2.IngressConfig(ports=[9090, 8080]),
+            ]
+        ),
+        ["jobRequestItems[0].ingress[1].ports[1]"],
+    ),
+    (
+        "ingress-bad-annotation-key",
+        item(ingress=[submit_pb2.IngressConfig(ports=[80], annotations={"bad key!": "x"})]),
+        ["jobRequestItems[0].ingress[0].annotations[bad key!]"],
+    ),
+    (
+        "ingress-bad-cert-name",
+        item(ingress=[submit_pb2.IngressConfig(ports=[80], tls_enabled=True, cert_name="No!")]),
+        ["jobRequestItems[0].ingress[0].certName"],
+    ),
+    (
+        "service-port-out-of-range",
+        item(services=[submit_pb2.ServiceConfig(ports=[8080, 70000])]),
+        ["jobRequestItems[0].services[0].ports[1]"],
+    ),
+    (
+        "service-port-twice",
+        item(services=[submit_pb2.ServiceConfig(ports=[8080, 8080])]),
+        ["jobRequestItems[0].services[0].ports[1]"],
+    ),
+    (
+        "service-unknown-type",
+        item(services=[submit_pb2.ServiceConfig(type=7, ports=[8080])]),
+        ["jobRequestItems[0].services[0].type"],
+    ),
+    (
+        "service-bad-name",
+        item(services=[submit_pb2.ServiceConfig(ports=[8080], name="Web_UI")]),
+        ["jobRequestItems[0].services[0].name"],
     ),
     ("scheduler", item(scheduler="legacy"), ["jobRequestItems[0].scheduler"]),
     (
@@ -211,9 +294,9 @@ def test_every_problem_of_a_request_is_named_at_once(owner, queue):
         call("SubmitJobs", owner, request)
     assert fields_of(raised.value) == [
         "jobRequestItems[0].priority",
-        "jobRequestItems[2].ingress",
         "jobRequestItems[1].podSpec.containers[0].resources.requests.cpu",
         "jobRequestItems[1].podSpec.containers[0].resources.limits.cpu",
+        "jobRequestItems[2].ingress[0].ports",
     ]
     assert counts() == (0, 0)
 

@@ -39,6 +39,36 @@ class PodSpecSerializer(serializers.Serializer):
     nodeSelector = serializers.DictField(child=serializers.CharField(), required=False)
 
 
+def _ports(help_text: str) -> serializers.ListField:
+    return serializers.ListField(
+        child=serializers.IntegerField(min_value=1, max_value=65535),
+        allow_empty=False,
+        help_text=help_text,
+    )
+
+
+class ServiceConfigSerializer(serializers.Serializer):
+    """A Service made with the job's pod (Armada's ServiceConfig)."""
+
+    type = serializers.ChoiceField(["NodePort", "Headless"], required=False)
+    ports = _ports("container ports to expose, each once")
+    name = serializers.CharField(
+        required=False, allow_blank=True, help_text="a DNS-1123 label; empty: one is made up"
+    )
+
+
+class IngressConfigSerializer(serializers.Serializer):
+    """An Ingress made with the job's pod (Armada's IngressConfig)."""
+
+    ports = _ports("container ports to expose; a port is in at most one ingress item")
+    annotations = serializers.DictField(child=serializers.CharField(), required=False)
+    tlsEnabled = serializers.BooleanField(required=False)
+    certName = serializers.CharField(
+        required=False, allow_blank=True, help_text="the TLS certificate's Secret"
+    )
+    useClusterIP = serializers.BooleanField(required=False)
+
+
 class JobItemSerializer(serializers.Serializer):
     priority = serializers.IntegerField(required=False, min_value=0, max_value=MAX_PRIORITY)
     namespace = label_field(required=False)
@@ -52,6 +82,8 @@ class JobItemSerializer(serializers.Serializer):
         "the queue and job set creates nothing for it and answers with that job's id",
     )
     podSpec = PodSpecSerializer()
+    services = ServiceConfigSerializer(many=True, required=False)
+    ingress = IngressConfigSerializer(many=True, required=False)
 
 
 class JobFileSerializer(serializers.Serializer):
@@ -94,6 +126,11 @@ class RunSerializer(serializers.ModelSerializer):
         "(keptPodRetention after the pod ended); a time already past once the pod is deleted; "
         "null when the pod was not kept",
     )
+    ingressAddresses = serializers.JSONField(
+        source="ingress_addresses",
+        help_text="the job's ingress addresses by container port, once the pod ran "
+        '({"8080": "host:port"}); empty otherwise',
+    )
 
     class Meta:
         model = Run
@@ -118,6 +155,7 @@ class RunSerializer(serializers.ModelSerializer):
             "retryable",
             "decision",
             "podKeptUntil",
+            "ingressAddresses",
         ]
         read_only_fields = fields
 
@@ -153,6 +191,8 @@ class JobSerializer(serializers.ModelSerializer):
     )
     priorityClass = serializers.CharField(source="priority_class")
     podSpec = serializers.JSONField(source="pod_spec")
+    services = ServiceConfigSerializer(many=True, help_text="Services made with the pod")
+    ingress = IngressConfigSerializer(many=True, help_text="Ingresses made with the pod")
     requests = serializers.SerializerMethodField()
     submittedAt = serializers.DateTimeField(source="submitted_at")
     lastTransitionAt = serializers.DateTimeField(source="last_transition_at")
@@ -187,6 +227,8 @@ class JobSerializer(serializers.ModelSerializer):
             "state",
             "annotations",
             "podSpec",
+            "services",
+            "ingress",
             "requests",
             "submittedAt",
             "lastTransitionAt",

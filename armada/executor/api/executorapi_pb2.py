@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x11\x65xecutorapi.proto\x12\x0b\x65xecutorapi\x1a\x1fgoogle/protobuf/timestamp.proto\"w\n\x12OpenSessionRequest\x12\x13\n\x0b\x65xecutor_id\x18\x01 \x01(\t\x12\x0c\n\x04pool\x18\x02 \x01(\t\x12\x0f\n\x07\x62\x61\x63kend\x18\x03 \x01(\t\x12\x1b\n\x13tracked_node_labels\x18\x04 \x03(\t\x12\x10\n\x08instance\x18\x05 \x01(\t\"H\n\x13OpenSessionResponse\x12\x0f\n\x07session\x18\x01 \x01(\t\x12 \n\x18\x65xecutor_timeout_seconds\x18\x02 \x01(\x01\"3\n\x05Taint\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t\x12\x0e\n\x06\x65\x66\x66\x65\x63t\x18\x03 \x01(\t\"\xae\x03\n\x08NodeInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x31\n\x06labels\x18\x02 \x03(\x0b\x32!.executorapi.NodeInfo.LabelsEntry\x12\"\n\x06taints\x18\x03 \x03(\x0b\x32\x12.executorapi.Taint\x12;\n\x0b\x61llocatable\x18\x04 \x03(\x0b\x32&.executorapi.NodeInfo.AllocatableEntry\x12\x15\n\runschedulable\x18\x05 \x01(\x08\x12K\n\x14non_armada_allocated\x18\x06 \x03(\x0b\x32-.executorapi.NodeInfo.NonArmadaAllocatedEntry\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a\x32\n\x10\x41llocatableEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a\x39\n\x17NonArmadaAllocatedEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"y\n\x0cLeaseRequest\x12\x13\n\x0b\x65xecutor_id\x18\x01 \x01(\t\x12\x0f\n\x07session\x18\x02 \x01(\t\x12\x0c\n\x04pool\x18\x03 \x01(\t\x12$\n\x05nodes\x18\x04 \x03(\x0b\x32\x15.executorapi.NodeInfo\x12\x0f\n\x07run_ids\x18\x05 \x03(\t\"\x8b\x03\n\x0bJobRunLease\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x0e\n\x06job_id\x18\x02 \x01(\t\x12\r\n\x05queue\x18\x03 \x01(\t\x12\x0f\n\x07job_set\x18\x04 \x01(\t\x12\r\n\x05owner\x18\x05 \x01(\t\x12\x0c\n\x04node\x18\x06 \x01(\t\x12\x10\n\x08pod_name\x18\x07 \x01(\t\x12\x11\n\tnamespace\x18\x08 \x01(\t\x12>\n\x0b\x61nnotations\x18\t \x03(\x0b\x32).executorapi.JobRunLease.AnnotationsEntry\x12\x15\n\rpod_spec_json\x18\n \x01(\t\x12\x16\n\x0emutations_json\x18\x0b \x01(\t\x12\x10\n\x08priority\x18\x0c \x01(\x05\x12\x16\n\x0epriority_class\x18\r \x01(\t\x12-\n\tleased_at\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x1a\x32\n\x10\x41nnotationsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"8\n\x0cJobRunLeases\x12(\n\x06leases\x18\x01 \x03(\x0b\x32\x18.executorapi.JobRunLease\"\x19\n\x06RunIds\x12\x0f\n\x07run_ids\x18\x01 \x03(\t\"\x0b\n\tEndMarker\"\xf4\x01\n\x12LeaseStreamMessage\x12+\n\x06leases\x18\x01 \x01(\x0b\x32\x19.executorapi.JobRunLeasesH\x00\x12*\n\x0b\x63\x61ncel_runs\x18\x02 \x01(\x0b\x32\x13.executorapi.RunIdsH\x00\x12+\n\x0cpreempt_runs\x18\x03 \x01(\x0b\x32\x13.executorapi.RunIdsH\x00\x12(\n\tstop_runs\x18\x04 \x01(\x0b\x32\x13.executorapi.RunIdsH\x00\x12%\n\x03\x65nd\x18\x05 \x01(\x0b\x32\x16.executorapi.EndMarkerH\x00\x42\x07\n\x05\x65vent\"\xae\x03\n\x08RunEvent\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12$\n\x05phase\x18\x02 \x01(\x0e\x32\x15.executorapi.RunPhase\x12&\n\x02\x61t\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x16\n\texit_code\x18\x04 \x01(\x05H\x00\x88\x01\x01\x12\x38\n\nexit_codes\x18\x05 \x03(\x0b\x32$.executorapi.RunEvent.ExitCodesEntry\x12\x0e\n\x06reason\x18\x06 \x01(\t\x12\x0f\n\x07message\x18\x07 \x01(\t\x12\x18\n\x10\x66\x61ilure_category\x18\x08 \x01(\t\x12\x1b\n\x13\x66\x61ilure_subcategory\x18\t \x01(\t\x12\x0c\n\x04hint\x18\n \x01(\t\x12\x10\n\x03log\x18\x0b \x01(\tH\x01\x88\x01\x01\x12\x32\n\x0epod_kept_until\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x1a\x30\n\x0e\x45xitCodesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x05:\x02\x38\x01\x42\x0c\n\n_exit_codeB\x06\n\x04_log\"\x92\x01\n\rReportRequest\x12\x13\n\x0b\x65xecutor_id\x18\x01 \x01(\t\x12\x0f\n\x07session\x18\x02 \x01(\t\x12%\n\x06\x65vents\x18\x03 \x03(\x0b\x32\x15.executorapi.RunEvent\x12\x19\n\x11kept_pods_deleted\x18\x04 \x03(\t\x12\x19\n\x11kept_pods_expired\x18\x05 \x01(\r\"T\n\x0b\x45ventResult\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12%\n\x07outcome\x18\x02 \x01(\x0e\x32\x14.executorapi.Outcome\x12\x0e\n\x06reason\x18\x03 \x01(\t\";\n\x0eReportResponse\x12)\n\x07results\x18\x01 \x03(\x0b\x32\x18.executorapi.EventResult*\x8c\x01\n\x08RunPhase\x12\x19\n\x15RUN_PHASE_UNSPECIFIED\x10\x00\x12\x0b\n\x07PENDING\x10\x01\x12\x0b\n\x07RUNNING\x10\x02\x12\r\n\tSUCCEEDED\x10\x03\x12\n\n\x06\x46\x41ILED\x10\x04\x12\r\n\tCANCELLED\x10\x05\x12\r\n\tPREEMPTED\x10\x06\x12\x12\n\x0eLEASE_RETURNED\x10\x07*K\n\x07Outcome\x12\x17\n\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x0b\n\x07\x41PPLIED\x10\x01\x12\r\n\tDUPLICATE\x10\x02\x12\x0b\n\x07REFUSED\x10\x03\x32\xf6\x01\n\x0b\x45xecutorApi\x12P\n\x0bOpenSession\x12\x1f.executorapi.OpenSessionRequest\x1a .executorapi.OpenSessionResponse\x12L\n\x0cLeaseJobRuns\x12\x19.executorapi.LeaseRequest\x1a\x1f.executorapi.LeaseStreamMessage0\x01\x12G\n\x0cReportEvents\x12\x1a.executorapi.ReportRequest\x1a\x1b.executorapi.ReportResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x11\x65xecutorapi.proto\x12\x0b\x65xecutorapi\x1a\x1fgoogle/protobuf/timestamp.proto\"w\n\x12OpenSessionRequest\x12\x13\n\x0b\x65xecutor_id\x18\x01 \x01(\t\x12\x0c\n\x04pool\x18\x02 \x01(\t\x12\x0f\n\x07\x62\x61\x63kend\x18\x03 \x01(\t\x12\x1b\n\x13tracked_node_labels\x18\x04 \x03(\t\x12\x10\n\x08instance\x18\x05 \x01(\t\"H\n\x13OpenSessionResponse\x12\x0f\n\x07session\x18\x01 \x01(\t\x12 \n\x18\x65xecutor_timeout_seconds\x18\x02 \x01(\x01\"3\n\x05Taint\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t\x12\x0e\n\x06\x65\x66\x66\x65\x63t\x18\x03 \x01(\t\"\xae\x03\n\x08NodeInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x31\n\x06labels\x18\x02 \x03(\x0b\x32!.executorapi.NodeInfo.LabelsEntry\x12\"\n\x06taints\x18\x03 \x03(\x0b\x32\x12.executorapi.Taint\x12;\n\x0b\x61llocatable\x18\x04 \x03(\x0b\x32&.executorapi.NodeInfo.AllocatableEntry\x12\x15\n\runschedulable\x18\x05 \x01(\x08\x12K\n\x14non_armada_allocated\x18\x06 \x03(\x0b\x32-.executorapi.NodeInfo.NonArmadaAllocatedEntry\x1a-\n\x0bLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a\x32\n\x10\x41llocatableEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1a\x39\n\x17NonArmadaAllocatedEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"y\n\x0cLeaseRequest\x12\x13\n\x0b\x65xecutor_id\x18\x01 \x01(\t\x12\x0f\n\x07session\x18\x02 \x01(\t\x12\x0c\n\x04pool\x18\x03 \x01(\t\x12$\n\x05nodes\x18\x04 \x03(\x0b\x32\x15.executorapi.NodeInfo\x12\x0f\n\x07run_ids\x18\x05 \x03(\t\"\xb8\x03\n\x0bJobRunLease\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x0e\n\x06job_id\x18\x02 \x01(\t\x12\r\n\x05queue\x18\x03 \x01(\t\x12\x0f\n\x07job_set\x18\x04 \x01(\t\x12\r\n\x05owner\x18\x05 \x01(\t\x12\x0c\n\x04node\x18\x06 \x01(\t\x12\x10\n\x08pod_name\x18\x07 \x01(\t\x12\x11\n\tnamespace\x18\x08 \x01(\t\x12>\n\x0b\x61nnotations\x18\t \x03(\x0b\x32).executorapi.JobRunLease.AnnotationsEntry\x12\x15\n\rpod_spec_json\x18\n \x01(\t\x12\x16\n\x0emutations_json\x18\x0b \x01(\t\x12\x10\n\x08priority\x18\x0c \x01(\x05\x12\x16\n\x0epriority_class\x18\r \x01(\t\x12-\n\tleased_at\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x15\n\rservices_json\x18\x0f \x01(\t\x12\x14\n\x0cingress_json\x18\x10 \x01(\t\x1a\x32\n\x10\x41nnotationsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"8\n\x0cJobRunLeases\x12(\n\x06leases\x18\x01 \x03(\x0b\x32\x18.executorapi.JobRunLease\"\x19\n\x06RunIds\x12\x0f\n\x07run_ids\x18\x01 \x03(\t\"\x0b\n\tEndMarker\"\xf4\x01\n\x12LeaseStreamMessage\x12+\n\x06leases\x18\x01 \x01(\x0b\x32\x19.executorapi.JobRunLeasesH\x00\x12*\n\x0b\x63\x61ncel_runs\x18\x02 \x01(\x0b\x32\x13.executorapi.RunIdsH\x00\x12+\n\x0cpreempt_runs\x18\x03 \x01(\x0b\x32\x13.executorapi.RunIdsH\x00\x12(\n\tstop_runs\x18\x04 \x01(\x0b\x32\x13.executorapi.RunIdsH\x00\x12%\n\x03\x65nd\x18\x05 \x01(\x0b\x32\x16.executorapi.EndMarkerH\x00\x42\x07\n\x05\x65vent\"\xaf\x04\n\x08RunEvent\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12$\n\x05phase\x18\x02 \x01(\x0e\x32\x15.executorapi.RunPhase\x12&\n\x02\x61t\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x16\n\texit_code\x18\x04 \x01(\x05H\x00\x88\x01\x01\x12\x38\n\nexit_codes\x18\x05 \x03(\x0b\x32$.executorapi.RunEvent.ExitCodesEntry\x12\x0e\n\x06reason\x18\x06 \x01(\t\x12\x0f\n\x07message\x18\x07 \x01(\t\x12\x18\n\x10\x66\x61ilure_category\x18\x08 \x01(\t\x12\x1b\n\x13\x66\x61ilure_subcategory\x18\t \x01(\t\x12\x0c\n\x04hint\x18\n \x01(\t\x12\x10\n\x03log\x18\x0b \x01(\tH\x01\x88\x01\x01\x12\x32\n\x0epod_kept_until\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x46\n\x11ingress_addresses\x18\r \x03(\x0b\x32+.executorapi.RunEvent.IngressAddressesEntry\x1a\x30\n\x0e\x45xitCodesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x05:\x02\x38\x01\x1a\x37\n\x15IngressAddressesEntry\x12\x0b\n\x03key\x18\x01 \x01(\x05\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\x0c\n\n_exit_codeB\x06\n\x04_log\"\x92\x01\n\rReportRequest\x12\x13\n\x0b\x65xecutor_id\x18\x01 \x01(\t\x12\x0f\n\x07session\x18\x02 \x01(\t\x12%\n\x06\x65vents\x18\x03 \x03(\x0b\x32\x15.executorapi.RunEvent\x12\x19\n\x11kept_pods_deleted\x18\x04 \x03(\t\x12\x19\n\x11kept_pods_expired\x18\x05 \x01(\r\"T\n\x0b\x45ventResult\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12%\n\x07outcome\x18\x02 \x01(\x0e\x32\x14.executorapi.Outcome\x12\x0e\n\x06reason\x18\x03 \x01(\t\";\n\x0eReportResponse\x12)\n\x07results\x18\x01 \x03(\x0b\x32\x18.executorapi.EventResult*\x8c\x01\n\x08RunPhase\x12\x19\n\x15RUN_PHASE_UNSPECIFIED\x10\x00\x12\x0b\n\x07PENDING\x10\x01\x12\x0b\n\x07RUNNING\x10\x02\x12\r\n\tSUCCEEDED\x10\x03\x12\n\n\x06\x46\x41ILED\x10\x04\x12\r\n\tCANCELLED\x10\x05\x12\r\n\tPREEMPTED\x10\x06\x12\x12\n\x0eLEASE_RETURNED\x10\x07*K\n\x07Outcome\x12\x17\n\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x0b\n\x07\x41PPLIED\x10\x01\x12\r\n\tDUPLICATE\x10\x02\x12\x0b\n\x07REFUSED\x10\x03\x32\xf6\x01\n\x0b\x45xecutorApi\x12P\n\x0bOpenSession\x12\x1f.executorapi.OpenSessionRequest\x1a .executorapi.OpenSessionResponse\x12L\n\x0cLeaseJobRuns\x12\x19.executorapi.LeaseRequest\x1a\x1f.executorapi.LeaseStreamMessage0\x01\x12G\n\x0cReportEvents\x12\x1a.executorapi.ReportRequest\x1a\x1b.executorapi.ReportResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -42,10 +42,12 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_JOBRUNLEASE_ANNOTATIONSENTRY']._serialized_options = b'8\001'
   _globals['_RUNEVENT_EXITCODESENTRY']._loaded_options = None
   _globals['_RUNEVENT_EXITCODESENTRY']._serialized_options = b'8\001'
-  _globals['_RUNPHASE']._serialized_start=2344
-  _globals['_RUNPHASE']._serialized_end=2484
-  _globals['_OUTCOME']._serialized_start=2486
-  _globals['_OUTCOME']._serialized_end=2561
+  _globals['_RUNEVENT_INGRESSADDRESSESENTRY']._loaded_options = None
+  _globals['_RUNEVENT_INGRESSADDRESSESENTRY']._serialized_options = b'8\001'
+  _globals['_RUNPHASE']._serialized_start=2518
+  _globals['_RUNPHASE']._serialized_end=2658
+  _globals['_OUTCOME']._serialized_start=2660
+  _globals['_OUTCOME']._serialized_end=2735
   _globals['_OPENSESSIONREQUEST']._serialized_start=67
   _globals['_OPENSESSIONREQUEST']._serialized_end=186
   _globals['_OPENSESSIONRESPONSE']._serialized_start=188
@@ -63,27 +65,29 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_LEASEREQUEST']._serialized_start=748
   _globals['_LEASEREQUEST']._serialized_end=869
   _globals['_JOBRUNLEASE']._serialized_start=872
-  _globals['_JOBRUNLEASE']._serialized_end=1267
-  _globals['_JOBRUNLEASE_ANNOTATIONSENTRY']._serialized_start=1217
-  _globals['_JOBRUNLEASE_ANNOTATIONSENTRY']._serialized_end=1267
-  _globals['_JOBRUNLEASES']._serialized_start=1269
-  _globals['_JOBRUNLEASES']._serialized_end=1325
-  _globals['_RUNIDS']._serialized_start=1327
-  _globals['_RUNIDS']._serialized_end=1352
-  _globals['_ENDMARKER']._serialized_start=1354
-  _globals['_ENDMARKER']._serialized_end=1365
-  _globals['_LEASESTREAMMESSAGE']._serialized_start=1368
-  _globals['_LEASESTREAMMESSAGE']._serialized_end=1612
-  _globals['_RUNEVENT']._serialized_start=1615
-  _globals['_RUNEVENT']._serialized_end=2045
-  _globals['_RUNEVENT_EXITCODESENTRY']._serialized_start=1975
-  _globals['_RUNEVENT_EXITCODESENTRY']._serialized_end=2023
-  _globals['_REPORTREQUEST']._serialized_start=2048
-  _globals['_REPORTREQUEST']._serialized_end=2194
-  _globals['_EVENTRESULT']._serialized_start=2196
-  _globals['_EVENTRESULT']._serialized_end=2280
-  _globals['_REPORTRESPONSE']._serialized_start=2282
-  _globals['_REPORTRESPONSE']._serialized_end=2341
-  _globals['_EXECUTORAPI']._serialized_start=2564
-  _globals['_EXECUTORAPI']._serialized_end=2810
+  _globals['_JOBRUNLEASE']._serialized_end=1312
+  _globals['_JOBRUNLEASE_ANNOTATIONSENTRY']._serialized_start=1262
+  _globals['_JOBRUNLEASE_ANNOTATIONSENTRY']._serialized_end=1312
+  _globals['_JOBRUNLEASES']._serialized_start=1314
+  _globals['_JOBRUNLEASES']._serialized_end=1370
+  _globals['_RUNIDS']._serialized_start=1372
+  _globals['_RUNIDS']._serialized_end=1397
+  _globals['_ENDMARKER']._serialized_start=1399
+  _globals['_ENDMARKER']._serialized_end=1410
+  _globals['_LEASESTREAMMESSAGE']._serialized_start=1413
+  _globals['_LEASESTREAMMESSAGE']._serialized_end=1657
+  _globals['_RUNEVENT']._serialized_start=1660
+  _globals['_RUNEVENT']._serialized_end=2219
+  _globals['_RUNEVENT_EXITCODESENTRY']._serialized_start=2092
+  _globals['_RUNEVENT_EXITCODESENTRY']._serialized_end=2140
+  _globals['_RUNEVENT_INGRESSADDRESSESENTRY']._serialized_start=2142
+  _globals['_RUNEVENT_INGRESSADDRESSESENTRY']._serialized_end=2197
+  _globals['_REPORTREQUEST']._serialized_start=2222
+  _globals['_REPORTREQUEST']._serialized_end=2368
+  _globals['_EVENTRESULT']._serialized_start=2370
+  _globals['_EVENTRESULT']._serialized_end=2454
+  _globals['_REPORTRESPONSE']._serialized_start=2456
+  _globals['_REPORTRESPONSE']._serialized_end=2515
+  _globals['_EXECUTORAPI']._serialized_start=2738
+  _globals['_EXECUTORAPI']._serialized_end=2984
 # @@protoc_insertion_point(module_scope)

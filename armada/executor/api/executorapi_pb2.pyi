@@ -124,7 +124,7 @@ class LeaseRequest(_message.Message):
     def __init__(self, executor_id: _Optional[str] = ..., session: _Optional[str] = ..., pool: _Optional[str] = ..., nodes: _Optional[_Iterable[_Union[NodeInfo, _Mapping]]] = ..., run_ids: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class JobRunLease(_message.Message):
-    __slots__ = ("run_id", "job_id", "queue", "job_set", "owner", "node", "pod_name", "namespace", "annotations", "pod_spec_json", "mutations_json", "priority", "priority_class", "leased_at")
+    __slots__ = ("run_id", "job_id", "queue", "job_set", "owner", "node", "pod_name", "namespace", "annotations", "pod_spec_json", "mutations_json", "priority", "priority_class", "leased_at", "services_json", "ingress_json")
     class AnnotationsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -146,6 +146,8 @@ class JobRunLease(_message.Message):
     PRIORITY_FIELD_NUMBER: _ClassVar[int]
     PRIORITY_CLASS_FIELD_NUMBER: _ClassVar[int]
     LEASED_AT_FIELD_NUMBER: _ClassVar[int]
+    SERVICES_JSON_FIELD_NUMBER: _ClassVar[int]
+    INGRESS_JSON_FIELD_NUMBER: _ClassVar[int]
     run_id: str
     job_id: str
     queue: str
@@ -160,7 +162,9 @@ class JobRunLease(_message.Message):
     priority: int
     priority_class: str
     leased_at: _timestamp_pb2.Timestamp
-    def __init__(self, run_id: _Optional[str] = ..., job_id: _Optional[str] = ..., queue: _Optional[str] = ..., job_set: _Optional[str] = ..., owner: _Optional[str] = ..., node: _Optional[str] = ..., pod_name: _Optional[str] = ..., namespace: _Optional[str] = ..., annotations: _Optional[_Mapping[str, str]] = ..., pod_spec_json: _Optional[str] = ..., mutations_json: _Optional[str] = ..., priority: _Optional[int] = ..., priority_class: _Optional[str] = ..., leased_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    services_json: str
+    ingress_json: str
+    def __init__(self, run_id: _Optional[str] = ..., job_id: _Optional[str] = ..., queue: _Optional[str] = ..., job_set: _Optional[str] = ..., owner: _Optional[str] = ..., node: _Optional[str] = ..., pod_name: _Optional[str] = ..., namespace: _Optional[str] = ..., annotations: _Optional[_Mapping[str, str]] = ..., pod_spec_json: _Optional[str] = ..., mutations_json: _Optional[str] = ..., priority: _Optional[int] = ..., priority_class: _Optional[str] = ..., leased_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., services_json: _Optional[str] = ..., ingress_json: _Optional[str] = ...) -> None: ...
 
 class JobRunLeases(_message.Message):
     __slots__ = ("leases",)
@@ -193,7 +197,7 @@ class LeaseStreamMessage(_message.Message):
     def __init__(self, leases: _Optional[_Union[JobRunLeases, _Mapping]] = ..., cancel_runs: _Optional[_Union[RunIds, _Mapping]] = ..., preempt_runs: _Optional[_Union[RunIds, _Mapping]] = ..., stop_runs: _Optional[_Union[RunIds, _Mapping]] = ..., end: _Optional[_Union[EndMarker, _Mapping]] = ...) -> None: ...
 
 class RunEvent(_message.Message):
-    __slots__ = ("run_id", "phase", "at", "exit_code", "exit_codes", "reason", "message", "failure_category", "failure_subcategory", "hint", "log", "pod_kept_until")
+    __slots__ = ("run_id", "phase", "at", "exit_code", "exit_codes", "reason", "message", "failure_category", "failure_subcategory", "hint", "log", "pod_kept_until", "ingress_addresses")
     class ExitCodesEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -201,6 +205,13 @@ class RunEvent(_message.Message):
         key: str
         value: int
         def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    class IngressAddressesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: int
+        value: str
+        def __init__(self, key: _Optional[int] = ..., value: _Optional[str] = ...) -> None: ...
     RUN_ID_FIELD_NUMBER: _ClassVar[int]
     PHASE_FIELD_NUMBER: _ClassVar[int]
     AT_FIELD_NUMBER: _ClassVar[int]
@@ -213,6 +224,7 @@ class RunEvent(_message.Message):
     HINT_FIELD_NUMBER: _ClassVar[int]
     LOG_FIELD_NUMBER: _ClassVar[int]
     POD_KEPT_UNTIL_FIELD_NUMBER: _ClassVar[int]
+    INGRESS_ADDRESSES_FIELD_NUMBER: _ClassVar[int]
     run_id: str
     phase: RunPhase
     at: _timestamp_pb2.Timestamp
@@ -225,7 +237,8 @@ class RunEvent(_message.Message):
     hint: str
     log: str
     pod_kept_until: _timestamp_pb2.Timestamp
-    def __init__(self, run_id: _Optional[str] = ..., phase: _Optional[_Union[RunPhase, str]] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., exit_code: _Optional[int] = ..., exit_codes: _Optional[_Mapping[str, int]] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ..., failure_category: _Optional[str] = ..., failure_subcategory: _Optional[str] = ..., hint: _Optional[str] = ..., log: _Optional[str] = ..., pod_kept_until: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    ingress_addresses: _containers.ScalarMap[int, str]
+    def __init__(self, run_id: _Optional[str] = ..., phase: _Optional[_Union[RunPhase, str]] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., exit_code: _Optional[int] = ..., exit_codes: _Optional[_Mapping[str, int]] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ..., failure_category: _Optional[str] = ..., failure_subcategory: _Optional[str] = ..., hint: _Optional[str] = ..., log: _Optional[str] = ..., pod_kept_until: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., ingress_addresses: _Optional[_Mapping[int, str]] = ...) -> None: ...
 
 class ReportRequest(_message.Message):
     __slots__ = ("executor_id", "session", "events", "kept_pods_deleted", "kept_pods_expired")

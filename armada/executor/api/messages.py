@@ -20,6 +20,7 @@ from armada.core.quantity import format_quantity
 from armada.core.reports import RunReport
 from armada.core.states import RunState
 from armada.executor.api import executorapi_pb2 as pb
+from armada.executor.backends.base import ClusterNode
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 
@@ -50,6 +51,9 @@ class Lease:
     job_set: str = ""
     owner: str = ""
     mutations: dict[str, Any] = field(default_factory=dict)
+    # The job's Services and Ingresses, in the job file's shape (``core.job_network``).
+    services: list[dict[str, Any]] = field(default_factory=list)
+    ingress: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -105,6 +109,23 @@ def config_nodes(config: ExecutorConfig) -> list[pb.NodeInfo]:
     return out
 
 
+def cluster_nodes_info(nodes: Iterable[ClusterNode], tracked: Iterable[str]) -> list[pb.NodeInfo]:
+    """The nodes a backend read from its cluster, as a round reports them: only the tracked
+    labels are sent (``kubernetes.io/hostname`` too when tracked)."""
+    keep = set(tracked)
+    return [
+        pb.NodeInfo(
+            name=node.name,
+            labels={k: v for k, v in node.labels.items() if k in keep},
+            taints=[pb.Taint(key=k, value=v, effect=e) for k, v, e in node.taints],
+            allocatable=node.allocatable,
+            unschedulable=node.unschedulable,
+            non_armada_allocated=node.non_armada_allocated,
+        )
+        for node in nodes
+    ]
+
+
 # --- leases --------------------------------------------------------------------------------
 
 
@@ -121,12 +142,22 @@ def lease_of(message: pb.JobRunLease) -> Lease:
         job_set=message.job_set,
         owner=message.owner,
         mutations=_object(message.mutations_json),
+        services=_array(message.services_json),
+        ingress=_array(message.ingress_json),
     )
 
 
 def _object(text: str) -> dict[str, Any]:
     """A JSON object sent as text; most jobs have no mutations, so "{}" is not parsed."""
     return json.loads(text) if text and text != "{}" else {}
+
+
+def _array(text: str) -> list[dict[str, Any]]:
+    """A JSON array of objects sent as text; most jobs have none, so "[]" is not parsed."""
+    if not text or text == "[]":
+        return []
+    items = json.loads(text)
+    return [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []
 
 
 def lease_answer(messages: Iterable[pb.LeaseStreamMessage]) -> LeaseAnswer | None:
@@ -169,6 +200,8 @@ def run_event(report: RunReport) -> pb.RunEvent:
         message.log = report.log
     if report.pod_kept_until is not None:
         message.pod_kept_until.CopyFrom(timestamp(report.pod_kept_until))
+    if report.ingress_addresses:
+        message.ingress_addresses.update(report.ingress_addresses)
     return message
 
 
@@ -187,4 +220,6 @@ def run_report(message: pb.RunEvent) -> RunReport:
         hint=message.hint,
         log=message.log if message.HasField("log") else None,
         pod_kept_until=datetime_of(message.pod_kept_until, message.HasField("pod_kept_until")),
+        # A map cannot say "none" apart from "empty": no address is no ingress info.
+        ingress_addresses=dict(sorted(message.ingress_addresses.items())) or None,
     )

@@ -15,7 +15,7 @@ backend was not given is refused with :class:`PodRejected` and Kubernetes' messa
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -41,6 +41,11 @@ def check_namespace(pod: PodRequest, namespaces: frozenset[str]) -> None:
         raise PodRejected("NotFound", f'namespaces "{pod.namespace}" not found')
 
 
+class BackendUnavailable(Exception):
+    """The cluster cannot be asked now (its API server answers 5xx, is unreachable, or has not
+    been read once yet). Nothing was done; the agent tries again on a later tick."""
+
+
 class PodCreationFailed(Exception):
     """The backend could not create the pod for a reason that another attempt will not cure
     (for example a spec it cannot run); reported as internal / job-creation-failed."""
@@ -48,6 +53,12 @@ class PodCreationFailed(Exception):
 
 @dataclass(frozen=True)
 class PodRequest:
+    """A pod to start. ``services`` and ``ingress`` are the job's items in our job file's
+    shape (``{"type": "NodePort"|"Headless", "ports": [..], "name": ..}`` and
+    ``{"ports": [..], "annotations": {..}, "tlsEnabled": .., "certName": ..,
+    "useClusterIP": ..}``); a backend that cannot create them refuses the pod with
+    :class:`PodCreationFailed`."""
+
     name: str
     run_id: str
     job_id: str
@@ -55,6 +66,11 @@ class PodRequest:
     pod_spec: dict[str, Any]
     annotations: dict[str, str]
     namespace: str = "default"
+    queue: str = ""
+    job_set: str = ""
+    owner: str = ""
+    services: tuple[dict[str, Any], ...] = ()
+    ingress: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -92,6 +108,13 @@ class PodStatus:
     pod_error: str = ""
     deleting: bool = False
     lost: bool = False
+    node: str = ""
+    #: The pod checks asked for the lease to be returned (a pod stuck before it ran, on a
+    #: node or for a cause another attempt may not meet): why. The agent deletes the pod
+    #: and returns the lease; the attempt does not count as a failure.
+    return_lease: str = ""
+    #: The job's ingress addresses by container port, once the cluster has them.
+    ingress_addresses: dict[int, str] = field(default_factory=dict, compare=False)
 
     @property
     def exit_code(self) -> int | None:
@@ -105,6 +128,21 @@ class PodStatus:
     @property
     def exit_codes(self) -> dict[str, int]:
         return {c.name: c.exit_code for c in self.containers if c.exit_code is not None}
+
+
+@dataclass(frozen=True)
+class ClusterNode:
+    """A node as a backend that reads a real cluster sees it. Quantities are Kubernetes'
+    text (``"8"``, ``"32Gi"``); ``non_armada_allocated`` is what pods this executor did not
+    start request on it; ``labels`` are all the node's labels (the agent sends only the
+    tracked ones)."""
+
+    name: str
+    labels: dict[str, str]
+    taints: tuple[tuple[str, str, str], ...]  # (key, value, effect)
+    allocatable: dict[str, str]
+    unschedulable: bool = False
+    non_armada_allocated: dict[str, str] = field(default_factory=dict)
 
 
 class Backend(Protocol):
@@ -122,3 +160,14 @@ class Backend(Protocol):
     def read_log(self, name: str, limit_bytes: int = 1_000_000) -> str:
         """The pod's log (stdout and stderr), at most the last ``limit_bytes``; empty when
         the pod is unknown."""
+
+
+class ClusterBackend(Backend, Protocol):
+    """A backend that reads its nodes from the cluster (``kubernetes``) rather than from
+    the executor's configuration."""
+
+    def nodes(self) -> list[ClusterNode] | None:
+        """The cluster's nodes as last seen; None until they have been read once."""
+
+    def close(self) -> None:
+        """Stop watching the cluster."""

@@ -4,12 +4,17 @@ Cheap enough for thousands of nodes and pods: a pod is a few fields, and its sta
 computed from its creation time, the asked-for outcome (``core.fakepod``) and ``now``.
 Pods live in the executor process, as a real cluster lives outside it: a restarted executor
 finds none, and the agent reports their runs as internal / pod-missing.
+
+A job's ``services`` are accepted and simulated by nothing. Its ``ingress`` items get
+addresses once the pod runs: ``<pod name>.<namespace>.ingress.fake.invalid:<port>`` for
+each of their ports. The ``.invalid`` domain never resolves: the addresses are for
+following the flow (the ``ingress_info`` event), not for connecting.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from armada.core.fakepod import FakeOutcome, parse_fake_outcome
@@ -22,6 +27,16 @@ from armada.executor.backends.base import (
 )
 
 OOM_EXIT_CODE = 137
+FAKE_INGRESS_DOMAIN = "ingress.fake.invalid"
+
+
+def fake_ingress_addresses(pod: PodRequest) -> dict[int, str]:
+    """The simulated addresses of a pod's ingresses, by container port (see the module)."""
+    return {
+        port: f"{pod.name}.{pod.namespace}.{FAKE_INGRESS_DOMAIN}:{port}"
+        for item in pod.ingress
+        for port in item.get("ports") or ()
+    }
 
 
 @dataclass
@@ -122,7 +137,13 @@ class FakeBackend:
 
     def poll(self, now: datetime) -> list[PodStatus]:
         self._forget_deleted(now)
-        return [_status(p, now) for p in self._pods.values()]
+        out = []
+        for pod in self._pods.values():
+            status = _status(pod, now)
+            if pod.request.ingress and status.running_at is not None:
+                status = replace(status, ingress_addresses=fake_ingress_addresses(pod.request))
+            out.append(status)
+        return out
 
     def read_log(self, name: str, limit_bytes: int = 1_000_000) -> str:
         pod = self._pods.get(name)

@@ -42,6 +42,10 @@ or this backend when it created the pod or found it lost), never from ``now``. D
 grace periods are timed by the shim on its own clocks, because it keeps running when the
 worker does not; the ``now`` arguments are accepted for the interface and otherwise unused.
 
+*Network.* A job's ``services`` are accepted and not created (there is no cluster network to
+make them in). Its ``ingress`` ports are served by the processes themselves: once the pod
+runs, each ingress port has the address ``<host name of this machine>:<port>``.
+
 *Deletion.* ``delete_pod`` records the time after which SIGKILL is due (grace: the argument
 when positive, else the pod's ``terminationGracePeriodSeconds``, else
 ``default_grace_seconds``) and wakes the shim, which sends SIGTERM to each container's main
@@ -59,6 +63,7 @@ import re
 import select
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -108,6 +113,11 @@ CREATION_WINDOW = 60.0
 
 _POD_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 _CONTAINER_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+
+
+def _ingress_ports(pod: PodRequest) -> list[int]:
+    """The ports of the pod's ingress items (each gets an address once the pod runs)."""
+    return sorted({p for item in pod.ingress for p in item.get("ports") or ()})
 
 
 def _valid_pod_name(name: str) -> bool:
@@ -218,6 +228,8 @@ class LocalBackend:
                     "memory_limit": memory_limit,
                     "cgroups": cgroups,
                     "plan": plan,
+                    "ingress_ports": _ingress_ports(pod),
+                    "host": socket.gethostname(),
                 },
             )
             self._start_shim(pod.name, pod_dir)

@@ -37,6 +37,9 @@ def _status(
         ),
         "deleting": deleting,
     }
+    if st.get("running_at") is not None and doc.get("ingress_ports"):
+        host = doc.get("host") or "localhost"
+        base["ingress_addresses"] = {int(p): f"{host}:{p}" for p in doc["ingress_ports"]}
     oom = any(r.get("reason") == "OOMKilled" for r in records)
     if lost is not None:
         return PodStatus(
