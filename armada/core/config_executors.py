@@ -9,6 +9,8 @@ from typing import Literal
 from pydantic import Field, StrictBool, StrictInt, field_validator, model_validator
 
 from armada.core.categorizer import INTERNAL, INTERNAL_SUBCATEGORIES
+from armada.core.config_kubernetes import KubernetesCluster
+from armada.core.config_podchecks import PodChecks
 from armada.core.config_types import RFC1123_LABEL, Duration, Quantities, Strict
 
 
@@ -127,7 +129,7 @@ class ErrorCategories(Strict):
 class Executor(Strict):
     id: str
     pool: str = "default"
-    backend: Literal["fake", "local"] = "fake"
+    backend: Literal["fake", "local", "kubernetes"] = "fake"
     tick_period: Duration = Field(1.0, alias="tickPeriod", gt=0)
     # How long a failed pod may take to go after deletion was asked for; longer, and the run
     # is reported internal / stuck-terminating.
@@ -141,7 +143,12 @@ class Executor(Strict):
     # The namespaces that exist on the executor's cluster. A pod in any other namespace is
     # refused at creation, as Kubernetes refuses it (namespaces "x" not found).
     namespaces: list[str] = Field(default_factory=lambda: ["default"], min_length=1)
+    # The fake and local backends' nodes; a kubernetes executor reads its cluster's.
     nodes: list[NodeGroup] = Field(default_factory=list)
+    # How a kubernetes executor reaches its cluster (``core.config_kubernetes``).
+    kubernetes: KubernetesCluster = Field(default_factory=KubernetesCluster)
+    # Stuck-pod checks of a kubernetes executor (``core.podchecks``), Armada's shape.
+    pod_checks: PodChecks = Field(default_factory=PodChecks, alias="podChecks")
     error_categories: ErrorCategories = Field(
         default_factory=ErrorCategories, alias="errorCategories"
     )

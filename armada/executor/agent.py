@@ -64,8 +64,13 @@ from armada.executor.api.client import (
     Fenced,
     SessionLost,
 )
-from armada.executor.api.messages import LeaseAnswer, config_nodes, run_event
-from armada.executor.backends.base import Backend, PodStatus
+from armada.executor.api.messages import (
+    LeaseAnswer,
+    cluster_nodes_info,
+    config_nodes,
+    run_event,
+)
+from armada.executor.backends.base import Backend, BackendUnavailable, PodStatus
 from armada.executor.held import TERMINAL_REPORTS, HeldRun, Pending
 from armada.executor.pod_steps import Deleting, PodSteps
 
@@ -85,6 +90,7 @@ class TickReport:
     returned: int = 0
     reachable: bool = True
     fenced: bool = False
+    cluster_readable: bool = True
 
 
 def default_instance() -> str:
@@ -125,7 +131,15 @@ class ExecutorAgent(PodSteps):
         if self.fenced:
             result.fenced = True
             return result
-        pods = {s.name: s for s in self.backend.poll(now)}
+        try:
+            pods = {s.name: s for s in self.backend.poll(now)}
+            self._refresh_nodes()
+        except BackendUnavailable as exc:
+            # The cluster has not been read yet: nothing is known of its pods or nodes, so
+            # no round (held runs are not reported missing, no node is reported gone).
+            self._complain("cluster", f"the cluster cannot be read yet: {exc}")
+            result.cluster_readable = False
+            return result
         if not self._adopted:
             self._adopt(pods)
         answer = self._round()
@@ -170,6 +184,17 @@ class ExecutorAgent(PodSteps):
             return result
         self._stop_orphans(pods, now)
         return result
+
+    def _refresh_nodes(self) -> None:
+        """A backend that reads its cluster's nodes (``kubernetes``) reports them as they are
+        now; the others report the configured ones."""
+        read = getattr(self.backend, "nodes", None)
+        if read is None:
+            return
+        nodes = read()
+        if nodes is None:
+            raise BackendUnavailable("the cluster's nodes have not been read yet")
+        self.nodes = cluster_nodes_info(nodes, self.config.tracked_node_labels)
 
     # --- the server ----------------------------------------------------------------------
 

@@ -33,9 +33,15 @@ class HeldRun:
     namespace: str = "default"
     pod_spec: dict[str, Any] | None = None
     annotations: dict[str, str] = field(default_factory=dict)
+    queue: str = ""
+    job_set: str = ""
+    owner: str = ""
+    services: tuple[dict[str, Any], ...] = ()
+    ingress: tuple[dict[str, Any], ...] = ()
     state: RunState = RunState.LEASED
     stop_kind: str = ""  # "cancel" or "preempt" once the server asked for the pod to stop
     ended: bool = False
+    ingress_reported: bool = False
 
     @classmethod
     def of_lease(cls, lease: Lease) -> HeldRun:
@@ -47,6 +53,11 @@ class HeldRun:
             namespace=lease.namespace,
             pod_spec=lease.pod_spec,
             annotations=lease.annotations,
+            queue=lease.queue,
+            job_set=lease.job_set,
+            owner=lease.owner,
+            services=tuple(lease.services),
+            ingress=tuple(lease.ingress),
         )
 
     @classmethod

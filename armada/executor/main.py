@@ -5,8 +5,8 @@
 It reads the executor's file (``core.config_executor_process``: the executor's keys, the
 executor API's address and credential, its broker), then runs the executor's Celery worker
 with beat embedded (``executor.worker``). It needs no database and no Django: only the API
-address, the credential and the cluster's configuration. ``--check`` validates the file and
-the credential's presence and exits (0 when good, 2 with every problem named).
+address, the credential and the cluster's configuration. ``--check`` validates the file, the
+credential's presence and (for a kubernetes executor) its cluster settings, and exits (0 when good, 2 with every problem named).
 
 State (the local backend's pods, the embedded broker, beat's schedule) lives in ``stateDir``,
 else ``$ARMADA_VAR_DIR/executors/<id>`` (``ARMADA_VAR_DIR`` defaults to ``./var``). Logs are
@@ -24,6 +24,7 @@ import yaml
 
 from armada.core.config_executor_process import ExecutorProcess, parse_executor_process
 from armada.core.errors import ValidationFailed
+from armada.executor.backends.kubernetes.connect import ClusterConfigError
 
 
 def load(path: Path) -> ExecutorProcess:
@@ -80,13 +81,17 @@ def main(argv: list[str] | None = None) -> int:
         from armada.logs import logging_config
 
         token_source(config, environ)
+        if config.backend == "kubernetes":
+            from armada.executor.backends.kubernetes.connect import api_client
+
+            api_client(config.kubernetes).close()  # the kubeconfig or service account reads
         log_format = environ.get("ARMADA_LOG_FORMAT", "plain").strip().lower() or "plain"
         logs = logging_config(log_format=log_format, level=args.loglevel.upper())
     except ValidationFailed as exc:
         for error in exc.errors:
             print(f"armada-executor: {args.config}: {error}", file=sys.stderr)
         return 2
-    except ValueError as exc:
+    except (ValueError, ClusterConfigError) as exc:
         print(f"armada-executor: {exc}", file=sys.stderr)
         return 2
     if args.check:

@@ -24,6 +24,7 @@ from armada.core.reports import RunReport
 from armada.core.states import RunState
 from armada.executor.backends.base import (
     Backend,
+    BackendUnavailable,
     PodCreationFailed,
     PodExists,
     PodRejected,
@@ -34,6 +35,7 @@ from armada.executor.held import HeldRun
 from armada.executor.kept_pods import expired_kept_pods, kept_until
 from armada.executor.run_reports import (
     failure_report,
+    ingress_report,
     internal_failure,
     progress_reports,
     signals_of,
@@ -96,9 +98,22 @@ class PodSteps:
             run.pod_spec or {},
             run.annotations,
             namespace=run.namespace,
+            queue=run.queue,
+            job_set=run.job_set,
+            owner=run.owner,
+            services=run.services,
+            ingress=run.ingress,
         )
         try:
             self.backend.create_pod(request, now)
+        except BackendUnavailable as exc:
+            log.warning(
+                "pod %s not created now (%s); trying again next tick",
+                run.pod_name,
+                exc,
+                extra={"job_id": run.job_id, "run_id": run.id, "executor": self.config.id},
+            )
+            return []
         except PodExists:
             return [self._collision(run, now)]
         except PodRejected as exc:
@@ -167,7 +182,12 @@ class PodSteps:
                 status.pod_error if status else f"pod {run.pod_name} is no longer on the cluster"
             )
             return [internal_failure(run.id, POD_MISSING, now, "PodMissing", message)]
+        if status.return_lease and not status.finished_at:
+            return [self._return_stuck(run, status, now)]
         out = progress_reports(run, status)
+        if status.ingress_addresses and not run.ingress_reported and not status.finished_at:
+            run.ingress_reported = True
+            out.append(ingress_report(run.id, status, now))
         if not status.finished_at:
             return out
         log_text = self.backend.read_log(status.name, LOG_TAIL_BYTES)
@@ -192,6 +212,26 @@ class PodSteps:
         kept = kept_until(status, self.config.kept_pod_retention)
         out.append(failure_report(run.id, status, category, status.finished_at, log_text, kept))
         return out
+
+    def _return_stuck(self, run: HeldRun, status: PodStatus, now: datetime) -> RunReport:
+        """The pod checks ask for another attempt (the pod was not placed, or its node shows
+        no sign of life): delete the pod and return the lease. The run never ran, so this
+        is not a failure and costs the job no retry."""
+        log.warning(
+            "pod %s is stuck: %s; returning the lease of run %s",
+            run.pod_name,
+            status.return_lease,
+            run.id,
+            extra={"job_id": run.job_id, "run_id": run.id, "executor": self.config.id},
+        )
+        self.backend.delete_pod(run.pod_name, now, 0.0)
+        return RunReport(
+            run.id,
+            RunState.LEASE_RETURNED,
+            now,
+            reason="PodStuck",
+            message=status.return_lease,
+        )
 
     def _follow_deletion(
         self, run: HeldRun, status: PodStatus | None, deleting: Deleting, now: datetime

@@ -80,3 +80,14 @@ def internal_failure(
         failure_subcategory=subcategory,
         log=log_text,
     )
+
+
+def ingress_report(run_id: str, status: PodStatus, at: datetime) -> RunReport:
+    """Where the job's ports can be reached (its ingress info), sent once per run while it
+    runs: a RUNNING report with ``ingress_addresses``."""
+    return RunReport(
+        run_id,
+        RunState.RUNNING,
+        status.running_at or at,
+        ingress_addresses=dict(status.ingress_addresses),
+    )

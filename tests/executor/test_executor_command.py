@@ -75,6 +75,44 @@ def test_a_missing_credential_stops_start_up(tmp_path):
     assert done.returncode == 2 and "api.tokenFile: /nonexistent does not exist" in done.stderr
 
 
+def test_check_reads_a_kubernetes_executors_kubeconfig(tmp_path):
+    """A kubernetes executor's cluster settings are read by --check: a missing kubeconfig or
+    an unknown context is named; a good one passes."""
+    env = {"ARMADA_EXECUTOR_TOKEN": "k"}
+    missing = {"backend": "kubernetes", "kubernetes": {"kubeconfig": str(tmp_path / "none")}}
+    done = run("--check", "--config", str(write(tmp_path, **missing)), env=env)
+    assert done.returncode == 2 and "kubernetes.kubeconfig: " in done.stderr, done.stderr
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:6443"}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "ctx", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "ctx",
+            }
+        )
+    )
+    cluster = {"kubeconfig": str(kubeconfig)}
+    good = run(
+        "--check",
+        "--config",
+        str(write(tmp_path, backend="kubernetes", kubernetes=cluster)),
+        env=env,
+    )
+    assert good.returncode == 0, good.stderr
+    unknown = {**cluster, "context": "elsewhere"}
+    done = run(
+        "--check",
+        "--config",
+        str(write(tmp_path, backend="kubernetes", kubernetes=unknown)),
+        env=env,
+    )
+    assert done.returncode == 2 and "elsewhere" in done.stderr, done.stderr
+
+
 def test_an_unreadable_file_is_said_so(tmp_path):
     done = run("--check", "--config", str(tmp_path / "missing.yaml"))
     assert done.returncode == 2 and "cannot read" in done.stderr

@@ -15,11 +15,16 @@ def state_dir_for(config: ExecutorConfig, var_dir: Path) -> Path:
 
 
 def make_backend(config: ExecutorConfig, state_dir: Path) -> Backend:
-    """The backend of ``config``; the local backend keeps its pods under ``state_dir``."""
+    """The backend of ``config``; the local backend keeps its pods under ``state_dir``; the
+    kubernetes backend starts watching its cluster at once (``close`` stops it)."""
     if config.backend == "fake":
         return FakeBackend(namespaces=config.namespaces)
     if config.backend == "local":
         from armada.executor.backends.local import LocalBackend
 
         return LocalBackend(state_dir, executor_id=config.id, namespaces=config.namespaces)
+    if config.backend == "kubernetes":
+        from armada.executor.backends.kubernetes import KubernetesBackend
+
+        return KubernetesBackend(config)
     raise ValueError(f"backend: unknown backend {config.backend!r}")

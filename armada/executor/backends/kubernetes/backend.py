@@ -1,0 +1,400 @@
+"""The ``kubernetes`` backend: runs each pod on a Kubernetes cluster.
+
+What it reads, it watches (``informer``): the executor's own pods (by label), the other live
+pods (for what they take of each node), the nodes, pod events, and the Services and
+Ingresses of the executor's jobs. ``poll`` and ``nodes`` answer from those caches, so a tick
+costs the API server no request per pod: only creations, deletions and the logs of pods
+that ended are requests of their own.
+
+Failures are read from the pod as the kubelet wrote it (``status``), and pods that do not
+start are caught by the pod checks (``core.podchecks``): ``Fail`` ends the run as a failure
+with the check's message as its pod error; ``Retry`` returns the lease.
+
+Errors of the API server are told apart as the agent needs them: a refusal about the pod
+(its namespace does not exist, it is invalid, a quota or an admission policy refuses it) is
+:class:`PodRejected`; a name taken by another run's pod is :class:`PodExists`; a server that
+answers 5xx or 429, or cannot be reached, is :class:`BackendUnavailable` (nothing was done;
+the agent tries again). A pod the executor created but whose answer it lost is found by its
+run label and taken as created.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+from pydantic import ValidationError
+
+from armada.core.config import Executor as ExecutorConfig
+from armada.core.podchecks import PodCheckRunner
+from armada.executor.backends.base import (
+    BackendUnavailable,
+    ClusterNode,
+    PodCreationFailed,
+    PodExists,
+    PodRejected,
+    PodRequest,
+    PodStatus,
+)
+from armada.executor.backends.kubernetes.connect import api_client
+from armada.executor.backends.kubernetes.informer import Informer, Obj
+from armada.executor.backends.kubernetes.manifests import (
+    EXECUTOR,
+    RUN_ID,
+    ingress_addresses,
+    ingress_manifests,
+    pod_manifest,
+    service_manifests,
+)
+from armada.executor.backends.kubernetes.nodes import cluster_nodes, node_id
+from armada.executor.backends.kubernetes.status import pod_status
+
+log = logging.getLogger(__name__)
+
+#: How long a deletion asked for is not asked again while the pod shows no deletion yet.
+DELETE_AGAIN_AFTER = 10.0
+#: Rejections about the pod itself (the job): the agent fails the run with the message.
+REJECTING = {400, 403, 404, 422}
+
+
+class KubernetesBackend:
+    """A backend for one executor on one cluster (see the module docstring)."""
+
+    def __init__(self, config: ExecutorConfig, api: client.ApiClient | None = None) -> None:
+        self.config = config
+        self.settings = config.kubernetes
+        self.api = api or api_client(self.settings)
+        self.core = client.CoreV1Api(self.api)
+        self.net = client.NetworkingV1Api(self.api)
+        self.checks = PodCheckRunner(config.pod_checks)
+        self._timeout = self.settings.request_timeout
+        ours = f"{RUN_ID},{EXECUTOR}={config.id}"
+        common = {
+            "watch_timeout": self.settings.watch_timeout,
+            "request_timeout": self._timeout,
+        }
+        self.pods = Informer(
+            "pods", self.core.list_pod_for_all_namespaces, label_selector=ours, **common
+        )
+        self.other_pods = Informer(
+            "other-pods",
+            self.core.list_pod_for_all_namespaces,
+            label_selector=f"{EXECUTOR}!={config.id}",
+            field_selector="status.phase!=Succeeded,status.phase!=Failed",
+            **common,
+        )
+        self.node_cache = Informer("nodes", self.core.list_node, **common)
+        self.events = Informer(
+            "events",
+            self.core.list_event_for_all_namespaces,
+            field_selector="involvedObject.kind=Pod",
+            **common,
+        )
+        self.services = Informer(
+            "services", self.core.list_service_for_all_namespaces, label_selector=ours, **common
+        )
+        self.ingresses = Informer(
+            "ingresses", self.net.list_ingress_for_all_namespaces, label_selector=ours, **common
+        )
+        self.informers = [
+            self.pods,
+            self.other_pods,
+            self.node_cache,
+            self.events,
+            self.services,
+            self.ingresses,
+        ]
+        self._asked_delete: dict[str, float] = {}
+        # Each pod's status as last read, with the pod's resourceVersion then: a pod that has
+        # not changed is not read again (10,000 running pods cost a dict lookup each).
+        self._statuses: dict[tuple[str, str], tuple[str, PodStatus]] = {}
+        self._namespaces: dict[str, str] = {}  # pod name -> namespace, as last polled
+        for informer in self.informers:
+            informer.start()
+
+    def close(self) -> None:
+        for informer in self.informers:
+            informer.stop()
+        self.api.close()
+
+    def wait_synced(self, timeout: float) -> bool:
+        """Wait until every cache has been listed once (tests and start-up)."""
+        deadline = time.monotonic() + timeout
+        for informer in self.informers:
+            if not informer.synced.wait(max(0.0, deadline - time.monotonic())):
+                return False
+        return True
+
+    # --- reading -------------------------------------------------------------------------
+
+    def _synced(self, *informers: Informer) -> bool:
+        return all(i.synced.is_set() for i in informers)
+
+    def nodes(self) -> list[ClusterNode] | None:
+        if not self._synced(self.node_cache, self.other_pods):
+            return None
+        return cluster_nodes(
+            self.node_cache.items(), self.other_pods.items(), self.settings, self.config.pool
+        )
+
+    def poll(self, now: datetime) -> list[PodStatus]:
+        if not self._synced(self.pods, self.events, self.services, self.ingresses):
+            raise BackendUnavailable("the cluster's pods have not been read yet")
+        pods = self.pods.items()
+        waiting = {_key(p) for p in pods if (p.get("status") or {}).get("phase") == "Pending"}
+        events: dict[tuple[str, str], list[Obj]] = {}
+        if waiting:
+            for event in self.events.items():
+                involved = event.get("involvedObject") or {}
+                key = (involved.get("namespace") or "", involved.get("name") or "")
+                if key in waiting:
+                    events.setdefault(key, []).append(event)
+        with_ingress = self._ingress_objects()
+        out = []
+        statuses: dict[tuple[str, str], tuple[str, PodStatus]] = {}
+        for pod in pods:
+            key = _key(pod)
+            status = self._status(pod, key, events.get(key), now, key in waiting)
+            statuses[key] = ((pod.get("metadata") or {}).get("resourceVersion") or "", status)
+            run_id = ((pod.get("metadata") or {}).get("labels") or {}).get(RUN_ID, "")
+            objects = with_ingress.get(run_id)
+            if objects is not None and status.running_at and not status.finished_at:
+                status = replace(status, ingress_addresses=ingress_addresses(pod, *objects))
+            out.append(status)
+        self._statuses = statuses
+        self._namespaces = {name: namespace for namespace, name in statuses}
+        return out
+
+    def _status(
+        self,
+        pod: Obj,
+        key: tuple[str, str],
+        events: list[Obj] | None,
+        now: datetime,
+        pending: bool,
+    ) -> PodStatus:
+        """The pod's status; read again only when the pod changed (its resourceVersion), or
+        while it is Pending (the pod checks depend on the time and on its events)."""
+        version = (pod.get("metadata") or {}).get("resourceVersion") or ""
+        if not pending:
+            held = self._statuses.get(key)
+            if held is not None and held[0] == version and version:
+                return held[1]
+        return pod_status(pod, events or [], now, self.checks)
+
+    def _ingress_objects(self) -> dict[str, tuple[list[Obj], list[Obj]]]:
+        """The Services and Ingresses of the executor's jobs, by run id."""
+        out: dict[str, tuple[list[Obj], list[Obj]]] = {}
+        for index, informer in ((0, self.services), (1, self.ingresses)):
+            for obj in informer.items():
+                run_id = ((obj.get("metadata") or {}).get("labels") or {}).get(RUN_ID, "")
+                out.setdefault(run_id, ([], []))[index].append(obj)
+        return out
+
+    def _find(self, name: str) -> Obj | None:
+        """Our pod of that name (pod names are unique across namespaces: the job id is in
+        them), by the namespaces the last poll saw, else by a look through the cache."""
+        namespace = self._namespaces.get(name)
+        if namespace is not None:
+            pod = self.pods.get(namespace, name)
+            if pod is not None:
+                return pod
+        for pod in self.pods.items():
+            if (pod.get("metadata") or {}).get("name") == name:
+                return pod
+        return None
+
+    def read_log(self, name: str, limit_bytes: int = 1_000_000) -> str:
+        pod = self._find(name)
+        if pod is None:
+            return ""
+        namespace = pod["metadata"].get("namespace", "default")
+        containers = [c.get("name", "") for c in (pod.get("spec") or {}).get("containers") or []]
+        parts = []
+        for container in containers:
+            try:
+                response = self.core.read_namespaced_pod_log(
+                    name,
+                    namespace,
+                    container=container,
+                    limit_bytes=limit_bytes,
+                    _preload_content=False,
+                    _request_timeout=self._timeout,
+                )
+                text = response.data.decode("utf-8", errors="replace")
+            except ApiException as exc:
+                if exc.status not in (400, 404):
+                    log.warning("log of pod %s/%s: %s", name, container, exc.reason)
+                continue
+            except Exception as exc:  # noqa: BLE001 - a log that cannot be read is left out
+                log.warning("log of pod %s/%s: %s", name, container, exc)
+                continue
+            if len(containers) > 1:
+                text = f"==> {container} <==\n{text}"
+            parts.append(text)
+        return "".join(parts)[-limit_bytes:]
+
+    # --- acting --------------------------------------------------------------------------
+
+    def _node_name(self, scheduler_name: str) -> str:
+        """The Kubernetes name of the node the scheduler knows as ``scheduler_name``."""
+        for node in self.node_cache.items():
+            if node_id(node, self.settings) == scheduler_name:
+                return node["metadata"]["name"]
+        return scheduler_name
+
+    def create_pod(self, pod: PodRequest, now: datetime) -> None:
+        manifest = pod_manifest(pod, self._node_name(pod.node), self.config.id)
+        try:
+            body = client.V1Pod.from_dict(manifest)
+        except (ValidationError, ValueError, TypeError) as exc:
+            raise PodCreationFailed(f"the pod spec is not a Kubernetes pod: {exc}") from exc
+        try:
+            created = self.core.create_namespaced_pod(
+                pod.namespace, body, _request_timeout=self._timeout
+            )
+            created_obj = self.api.sanitize_for_serialization(created)
+        except ApiException as exc:
+            if exc.status == 409:
+                created_obj = self._existing(pod)
+            else:
+                raise _refusal(exc) from exc
+        except Exception as exc:  # noqa: BLE001 - connection failures: nothing was done
+            raise BackendUnavailable(f"creating pod {pod.name}: {exc}") from exc
+        self.pods.put(created_obj)
+        self._asked_delete.pop(pod.name, None)
+        if pod.services or pod.ingress:
+            self._create_companions(pod, created_obj)
+
+    def _existing(self, pod: PodRequest) -> Obj:
+        """A pod of that name exists: ours, created by an attempt whose answer was lost, or
+        another run's (:class:`PodExists`)."""
+        try:
+            existing = self.core.read_namespaced_pod(
+                pod.name, pod.namespace, _preload_content=False, _request_timeout=self._timeout
+            )
+            obj = json.loads(existing.data)
+        except Exception as exc:  # noqa: BLE001 - cannot tell: try again later
+            raise BackendUnavailable(f"reading pod {pod.name}: {exc}") from exc
+        if ((obj.get("metadata") or {}).get("labels") or {}).get(RUN_ID) == pod.run_id:
+            return obj
+        raise PodExists(pod.name)
+
+    def _create_companions(self, pod: PodRequest, created: Obj) -> None:
+        services = service_manifests(pod, created, self.config.id)
+        ingresses = ingress_manifests(pod, created, self.config.id, self.settings.ingress)
+        for manifest in services:
+            self._create(
+                manifest,
+                lambda b: self.core.create_namespaced_service(
+                    pod.namespace, b, _request_timeout=self._timeout
+                ),
+                client.V1Service,
+                self.services,
+            )
+        for manifest in ingresses:
+            self._create(
+                manifest,
+                lambda b: self.net.create_namespaced_ingress(
+                    pod.namespace, b, _request_timeout=self._timeout
+                ),
+                client.V1Ingress,
+                self.ingresses,
+            )
+
+    def _create(self, manifest: Obj, call: Any, model: Any, cache: Informer) -> None:
+        """Create a Service or Ingress of the pod. One left from an earlier attempt (its
+        owner pod is gone and the garbage collector has not got to it yet) is replaced."""
+        try:
+            body = model.from_dict(manifest)
+        except (ValidationError, ValueError, TypeError) as exc:
+            raise PodCreationFailed(f"{manifest['kind']} of the job: {exc}") from exc
+        for attempt in range(2):
+            try:
+                cache.put(self.api.sanitize_for_serialization(call(body)))
+                return
+            except ApiException as exc:
+                if exc.status == 409 and attempt == 0:
+                    self._delete_stale(manifest)
+                    continue
+                raise _refusal(exc) from exc
+            except Exception as exc:  # noqa: BLE001
+                raise BackendUnavailable(f"creating {manifest['kind']}: {exc}") from exc
+
+    def _delete_stale(self, manifest: Obj) -> None:
+        meta = manifest["metadata"]
+        name, namespace = meta["name"], meta["namespace"]
+        try:
+            if manifest["kind"] == "Service":
+                self.core.delete_namespaced_service(
+                    name, namespace, grace_period_seconds=0, _request_timeout=self._timeout
+                )
+            else:
+                self.net.delete_namespaced_ingress(
+                    name, namespace, grace_period_seconds=0, _request_timeout=self._timeout
+                )
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+
+    def delete_pod(self, name: str, now: datetime, grace_seconds: float = 0.0) -> None:
+        pod = self._find(name)
+        if pod is None or (pod.get("metadata") or {}).get("deletionTimestamp"):
+            return
+        clock = time.monotonic()
+        if clock - self._asked_delete.get(name, -DELETE_AGAIN_AFTER) < DELETE_AGAIN_AFTER:
+            return
+        phase = (pod.get("status") or {}).get("phase")
+        if grace_seconds > 0:
+            grace: int | None = int(grace_seconds)
+        elif phase in ("Succeeded", "Failed"):
+            grace = 0
+        else:
+            grace = None  # the pod's own terminationGracePeriodSeconds
+        try:
+            answer = self.core.delete_namespaced_pod(
+                name,
+                pod["metadata"].get("namespace", "default"),
+                grace_period_seconds=grace,
+                _preload_content=False,
+                _request_timeout=self._timeout,
+            )
+            gone = json.loads(answer.data)
+        except ApiException as exc:
+            if exc.status != 404:
+                log.warning("deleting pod %s: %s %s; trying again", name, exc.status, exc.reason)
+            return
+        except Exception as exc:  # noqa: BLE001 - tried again on a later tick
+            log.warning("deleting pod %s: %s; trying again", name, exc)
+            return
+        self._asked_delete[name] = clock
+        if (gone.get("metadata") or {}).get("deletionTimestamp"):
+            self.pods.put(gone)
+        self._forget_old_deletes(clock)
+
+    def _forget_old_deletes(self, clock: float) -> None:
+        for name in [n for n, at in self._asked_delete.items() if clock - at > 600]:
+            del self._asked_delete[name]
+
+
+def _key(pod: Obj) -> tuple[str, str]:
+    meta = pod.get("metadata") or {}
+    return (meta.get("namespace") or "", meta.get("name") or "")
+
+
+def _refusal(exc: ApiException) -> Exception:
+    """What an API error means to the agent (see the module docstring)."""
+    try:
+        status = json.loads(exc.body or "{}")
+    except (ValueError, TypeError):
+        status = {}
+    message = status.get("message") or exc.reason or ""
+    if exc.status in REJECTING:
+        return PodRejected(status.get("reason") or str(exc.reason or exc.status), message)
+    return BackendUnavailable(f"the API server answered {exc.status}: {message}")
