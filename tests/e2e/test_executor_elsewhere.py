@@ -26,7 +26,7 @@ from tests.e2e.conftest import ROOT, System
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
 #: What the executor's environment installs: the ``executor`` extra of pyproject.toml.
-EXECUTOR_PACKAGES = ["PyYAML", "pydantic", "celery[redis]", "grpcio", "protobuf"]
+EXECUTOR_PACKAGES = ["PyYAML", "pydantic", "celery[redis]", "grpcio", "protobuf", "kubernetes"]
 CONTROL_PLANE = {
     "scheduling": {"cyclePeriod": "500ms", "retryPolicy": {"enabled": True, "globalMaxRetries": 5}},
     "queueRefreshPeriod": "1s",
