@@ -3,9 +3,12 @@
 The agent talks to the control plane only through the executor API (``executor.api``) and
 holds no database credentials. A tick, in order:
 
-1. poll the backend. On the first tick of the process, every pod found is adopted: its run
-   is held again, so a restarted executor carries on with the pods it started (each pod names
-   its run in its labels) and reports them from the start;
+1. poll the backend (and, for a backend that reads a real cluster, its nodes). On the first
+   tick of the process, every pod found is adopted: its run is held again, so a restarted
+   executor carries on with the pods it started (each pod names its run in its labels) and
+   reports them from the start. A cluster backend that has not read its cluster once yet
+   (``BackendUnavailable``) ends the tick here: an empty view would report every held run
+   missing and every node gone;
 2. one round with the server (``LeaseJobRuns``): send the nodes and the runs held, take the
    answer. New leases are held; runs to cancel or preempt are marked; held runs the server
    no longer has active are let go (their pods are stopped if they still run). When the
@@ -16,10 +19,14 @@ holds no database credentials. A tick, in order:
    error: the lease is returned, and the colliding pod is deleted. A spec the backend cannot
    run fails the run as internal / job-creation-failed. A pod the cluster refuses
    (``PodRejected``: its namespace does not exist there, say) fails the run with the refusal
-   as its pod error, categorised like any failure;
+   as its pod error, categorised like any failure. A backend that cannot reach its
+   cluster now (``BackendUnavailable``) leaves the run to be started on a later tick;
 4. turn each phase a pod has passed through (pending, running, ended) into a report, oldest
    first, so that even a pod that started and ended between two ticks is reported as
-   pending, running and then succeeded or failed;
+   pending, running and then succeeded or failed; the job's ingress addresses, once the
+   backend has them, are reported once (a running report with ``ingress_addresses``). A
+   pod the backend's pod checks judge stuck for a cause another attempt may not meet
+   (``return_lease``) is deleted and its lease returned;
 5. categorise every failure (``core.categorizer``). When the category's action is Delete,
    the pod is deleted and the failure is reported only once the pod is gone, so that the
    name is free before a retry can be leased; a pod still there ``podDeletionTimeout`` after
