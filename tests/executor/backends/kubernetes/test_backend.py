@@ -1,0 +1,218 @@
+"""The kubernetes backend against the emulated API server: pods from creation to their end,
+the cluster's nodes, refusals, services and ingresses, restarts, and the cost of a tick."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+from django.utils import timezone
+
+from armada.executor.backends.base import PodExists, PodRejected, PodRequest
+from tests.executor.backends.kubernetes.conftest import wait_for
+
+FAKE = "fake.armadaproject.io/"
+SPEC = {
+    "containers": [
+        {
+            "name": "main",
+            "image": "busybox:1.36",
+            "ports": [{"containerPort": 8080}],
+            "resources": {"limits": {"cpu": "1", "memory": "1Gi"}},
+        }
+    ],
+    "terminationGracePeriodSeconds": 2,
+}
+
+
+def now() -> datetime:
+    return timezone.now()
+
+
+def request(job: str = "01job", run: str = "01run", **overrides) -> PodRequest:
+    values = {
+        "name": f"armada-{job}-0",
+        "run_id": run,
+        "job_id": job,
+        "node": "node-1",
+        "pod_spec": SPEC,
+        "annotations": {f"{FAKE}duration": "1s", f"{FAKE}log": "hello from the job\n"},
+        "namespace": "jobs",
+        "queue": "queue-a",
+        "job_set": "set-1",
+        "owner": "alice",
+    }
+    values.update(overrides)
+    return PodRequest(**values)
+
+
+def status_of(backend, name):
+    return next((s for s in backend.poll(now()) if s.name == name), None)
+
+
+def test_a_pod_runs_to_success_and_its_log_is_read(backend, emulator):
+    backend.create_pod(request(), now())
+    pod = emulator.pod("jobs", "armada-01job-0")
+    assert pod["spec"]["nodeName"] == "node-1"
+    assert pod["metadata"]["labels"]["armada_job_run_id"] == "01run"
+    # The creation is in the cache at once, before its watch event.
+    assert status_of(backend, "armada-01job-0").run_id == "01run"
+    done = wait_for(
+        lambda: (s := status_of(backend, "armada-01job-0")) and s.finished_at and s, "success"
+    )
+    assert done.succeeded and done.pending_at and done.running_at
+    assert done.pending_at <= done.running_at <= done.finished_at
+    assert done.exit_codes == {"main": 0}
+    assert "hello from the job" in backend.read_log("armada-01job-0")
+    backend.delete_pod("armada-01job-0", now())
+    wait_for(lambda: status_of(backend, "armada-01job-0") is None, "the pod to go")
+    assert emulator.pod("jobs", "armada-01job-0") is None
+
+
+def test_an_oom_killed_container_is_reported_as_kubernetes_wrote_it(backend):
+    backend.create_pod(request(annotations={f"{FAKE}condition": "OOMKilled"}), now())
+    failed = wait_for(
+        lambda: (s := status_of(backend, "armada-01job-0")) and s.finished_at and s, "the OOM"
+    )
+    assert not failed.succeeded
+    assert "OOMKilled" in failed.conditions
+    assert failed.exit_code == 137
+
+
+def test_a_name_taken_by_another_runs_pod_is_pod_exists(backend):
+    backend.create_pod(request(), now())
+    with pytest.raises(PodExists):
+        backend.create_pod(request(run="01other"), now())
+
+
+def test_a_creation_whose_answer_was_lost_is_taken_as_created(backend, emulator):
+    backend.create_pod(request(), now())
+    backend.create_pod(request(), now())  # the same run again: AlreadyExists, but ours
+    assert len([p for p in emulator.pods() if p["metadata"]["name"] == "armada-01job-0"]) == 1
+
+
+def test_a_namespace_the_cluster_lacks_is_a_rejection_with_its_message(backend):
+    with pytest.raises(PodRejected) as refused:
+        backend.create_pod(request(namespace="nowhere"), now())
+    assert refused.value.reason == "NotFound"
+    assert 'namespaces "nowhere" not found' in refused.value.message
+
+
+def test_an_invalid_pod_is_a_rejection_naming_the_field(backend):
+    spec = {"containers": [{"name": "main", "image": ""}]}
+    with pytest.raises(PodRejected) as refused:
+        backend.create_pod(request(pod_spec=spec), now())
+    assert refused.value.reason == "Invalid"
+    assert "spec.containers[0].image" in refused.value.message
+
+
+def test_nodes_carry_what_other_pods_use(backend, emulator):
+    emulator.add_pod(
+        {
+            "metadata": {"name": "daemon", "namespace": "kube-system"},
+            "spec": {
+                "nodeName": "node-1",
+                "containers": [
+                    {
+                        "name": "d",
+                        "image": "agent:1",
+                        "resources": {"requests": {"cpu": "500m", "memory": "256Mi"}},
+                    }
+                ],
+            },
+        }
+    )
+
+    def node_one():
+        nodes = {n.name: n for n in backend.nodes() or []}
+        one = nodes.get("node-1")
+        return one if one and one.non_armada_allocated else None
+
+    one = wait_for(node_one, "node-1 with the daemon's usage")
+    assert one.non_armada_allocated == {"cpu": "500m", "memory": "256Mi"}
+    assert one.allocatable["cpu"] == "8"
+    # Our own pods do not count as others' usage.
+    backend.create_pod(request(), now())
+    assert {n.name: n for n in backend.nodes()}["node-1"].non_armada_allocated == {
+        "cpu": "500m",
+        "memory": "256Mi",
+    }
+
+
+def test_a_cordoned_or_tainted_node_is_reported_as_such(make_backend, emulator):
+    emulator.add_node("cordoned", unschedulable=True)
+    emulator.add_node("gpu", taints=[{"key": "gpu", "value": "a100", "effect": "NoSchedule"}])
+    backend = make_backend(toleratedTaints=["gpu"])
+    nodes = wait_for(
+        lambda: (
+            {n.name: n for n in backend.nodes() or []} if len(backend.nodes() or []) == 4 else None
+        ),
+        "four nodes",
+    )
+    assert nodes["cordoned"].unschedulable
+    assert nodes["gpu"].taints == (("gpu", "a100", "NoSchedule"),)
+    intolerant = make_backend()
+    assert {n.name for n in intolerant.nodes()} == {"node-1", "node-2", "cordoned"}
+
+
+def test_services_and_ingress_live_and_die_with_the_pod(make_backend, emulator):
+    backend = make_backend(ingress={"hostnameSuffix": "jobs.example.com"})
+    pod = request(
+        annotations={f"{FAKE}duration": "30s"},
+        services=({"type": "NodePort", "ports": [9090]},),
+        ingress=({"ports": [8080]},),
+    )
+    backend.create_pod(pod, now())
+    running = wait_for(
+        lambda: (s := status_of(backend, pod.name)) and len(s.ingress_addresses) == 2 and s,
+        "addresses",
+    )
+    live = emulator.pod("jobs", pod.name)
+    (node_port,) = [
+        svc["spec"]["ports"][0]["nodePort"]
+        for svc in backend.services.items()
+        if svc["spec"].get("type") == "NodePort"
+    ]
+    assert running.ingress_addresses == {
+        8080: "armada-01job-0-8080.jobs.jobs.example.com",
+        9090: f"{live['status']['hostIP']}:{node_port}",
+    }
+    counts = emulator.request_counts()
+    assert counts.get(("POST", "services", False)) == 2
+    assert counts.get(("POST", "ingresses", False)) == 1
+    backend.delete_pod(pod.name, now(), 1.0)
+    wait_for(lambda: status_of(backend, pod.name) is None, "the pod to go")
+    wait_for(
+        lambda: not backend.services.items() and not backend.ingresses.items(),
+        "the owned services and ingress to be collected",
+    )
+
+
+def test_a_restarted_backend_finds_its_pods_by_their_labels(make_backend, emulator):
+    first = make_backend()
+    first.create_pod(request(annotations={f"{FAKE}duration": "30s"}), now())
+    first.close()
+    second = make_backend()
+    (found,) = second.poll(now())
+    assert (found.name, found.run_id) == ("armada-01job-0", "01run")
+    # Another executor's pods on the same cluster are not its to adopt: they count as
+    # other pods' usage of the node instead.
+    other = make_backend("cluster-b")
+    assert other.poll(now()) == []
+    node = {n.name: n for n in other.nodes()}["node-1"]
+    assert node.non_armada_allocated == {"cpu": "1", "memory": "1Gi"}
+
+
+def test_a_tick_costs_no_request_per_pod(backend, emulator):
+    for i in range(20):
+        backend.create_pod(
+            request(job=f"01job{i}", run=f"01run{i}", annotations={f"{FAKE}duration": "30s"}),
+            now(),
+        )
+    wait_for(lambda: len(backend.poll(now())) == 20, "twenty pods")
+    before = sum(n for (method, _, watch), n in emulator.request_counts().items() if not watch)
+    for _ in range(50):
+        backend.poll(now())
+        backend.nodes()
+    after = sum(n for (method, _, watch), n in emulator.request_counts().items() if not watch)
+    assert after == before
