@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import itertools
 import logging
 import os
 import uuid
@@ -40,6 +41,7 @@ from kombu.utils.objects import cached_property
 
 log = logging.getLogger(__name__)
 
+_SEQUENCE = itertools.count()
 TEMPORARY_PREFIX = ".tmp-"  # never matches a queue's ``<stamp>_<uuid>.<queue>.msg`` pattern
 
 
@@ -72,7 +74,10 @@ class Channel(filesystem.Channel):
 
     def _put(self, queue: str, payload: Any, **kwargs: Any) -> None:
         """Put ``payload`` on ``queue`` as one file that appears whole."""
-        name = f"{int(round(monotonic() * 1000))}_{uuid.uuid4()}.{queue}.msg"
+        # In the order put: the time (padded, so that names sort as numbers), then this
+        # process's own count, for the messages put within one millisecond.
+        stamp = int(round(monotonic() * 1000))
+        name = f"{stamp:015d}_{next(_SEQUENCE):012d}_{uuid.uuid4()}.{queue}.msg"
         write_atomically(Path(self.data_folder_out), name, str_to_bytes(dumps(payload)))
 
     def _get(self, queue: str) -> Any:

@@ -58,27 +58,27 @@ def test_an_undecodable_message_is_logged_set_aside_and_the_next_one_is_consumed
     with connect(tmp_path) as conn:
         queue = conn.SimpleQueue("work")
         # Sorted before anything the producer writes: the consumer meets it first.
-        (tmp_path / "queue" / "0000_bad.work.msg").write_bytes(content)
+        (tmp_path / "queue" / "000000000000000_bad.work.msg").write_bytes(content)
         queue.put({"n": 1})
         with caplog.at_level(logging.ERROR, logger="armada.broker"):
             message = queue.get(timeout=5)
         assert message.payload == {"n": 1}
         message.ack()
         queue.close()
-    assert (tmp_path / "bad" / "0000_bad.work.msg").read_bytes() == content
+    assert (tmp_path / "bad" / "000000000000000_bad.work.msg").read_bytes() == content
     assert "undecodable message on queue 'work'" in caplog.text
     assert not list((tmp_path / "queue").iterdir())
 
 
 def test_the_bad_folder_can_be_named(tmp_path):
     options = {**broker_options(tmp_path), "bad_folder": str(tmp_path / "elsewhere")}
-    (tmp_path / "queue" / "0000_bad.work.msg").write_bytes(b"{")
+    (tmp_path / "queue" / "000000000000000_bad.work.msg").write_bytes(b"{")
     with Connection("filesystem://", transport=TRANSPORT, transport_options=options) as conn:
         queue = conn.SimpleQueue("work")
         with pytest.raises(Empty):
             queue.get(timeout=0.5)
         queue.close()
-    assert (tmp_path / "elsewhere" / "0000_bad.work.msg").exists()
+    assert (tmp_path / "elsewhere" / "000000000000000_bad.work.msg").exists()
 
 
 def test_messages_of_other_queues_and_temporary_files_are_left_alone(tmp_path):
