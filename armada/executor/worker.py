@@ -10,6 +10,7 @@ under its state directory by default, or a Redis of its own. Nothing here import
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 from datetime import UTC, datetime
@@ -85,6 +86,23 @@ def broker_settings(config: ExecutorProcess, state_dir: Path) -> dict:
     }
 
 
+#: Allocations between two collections of the collector's youngest generation (Python: 700).
+GC_THRESHOLD = 50_000
+
+
+def settle_collector() -> bool:
+    """Once the executor has read its cluster (a kubernetes executor's caches hold every pod
+    and node as JSON: hundreds of MiB at 10,000 pods), collect once and freeze what is there,
+    and make the youngest generation's collections rarer: full collections otherwise walk
+    every cached object, taking hundreds of milliseconds of a tick (bench/RESULTS.md,
+    "Kubernetes backend"). Frozen objects are still freed when nothing refers to them."""
+    _, older, oldest = gc.get_threshold()
+    gc.set_threshold(GC_THRESHOLD, older, oldest)
+    gc.collect()
+    gc.freeze()
+    return True
+
+
 def build_app(
     config: ExecutorProcess, state_dir: Path, environ: dict[str, str], logging_config: dict
 ) -> Celery:
@@ -112,12 +130,15 @@ def build_app(
         beat_schedule_filename=str(state_dir / "beat-schedule"),
     )
     agents: list[ExecutorAgent] = []
+    settled: list[bool] = []
 
     @app.task(name=TICK_TASK, ignore_result=True)
     def tick() -> dict:
         if not agents:
             agents.append(make_agent(config, state_dir, environ))
         report = agents[0].tick(datetime.now(UTC))  # noqa: TID251 - the tick reads the clock
+        if not settled and report.cluster_readable:
+            settled.append(settle_collector())
         return {"created": report.created, "reported": report.reported, "fenced": report.fenced}
 
     worker = os.getpid()

@@ -33,6 +33,7 @@ from pydantic import ValidationError
 
 from armada.core.config import Executor as ExecutorConfig
 from armada.core.podchecks import PodCheckRunner
+from armada.core.quantity import Resources
 from armada.executor.backends.base import (
     BackendUnavailable,
     ClusterNode,
@@ -52,7 +53,7 @@ from armada.executor.backends.kubernetes.manifests import (
     pod_manifest,
     service_manifests,
 )
-from armada.executor.backends.kubernetes.nodes import cluster_nodes, node_id
+from armada.executor.backends.kubernetes.nodes import cluster_nodes, node_id, pod_usage
 from armada.executor.backends.kubernetes.status import pod_status
 
 log = logging.getLogger(__name__)
@@ -115,6 +116,8 @@ class KubernetesBackend:
         # not changed is not read again (10,000 running pods cost a dict lookup each).
         self._statuses: dict[tuple[str, str], tuple[str, PodStatus]] = {}
         self._namespaces: dict[str, str] = {}  # pod name -> namespace, as last polled
+        # What each other pod takes of its node, with its resourceVersion then.
+        self._requests: dict[tuple[str, str], tuple[str, tuple[str, Resources] | None]] = {}
         for informer in self.informers:
             informer.start()
 
@@ -139,15 +142,23 @@ class KubernetesBackend:
     def nodes(self) -> list[ClusterNode] | None:
         if not self._synced(self.node_cache, self.other_pods):
             return None
-        return cluster_nodes(
-            self.node_cache.items(), self.other_pods.items(), self.settings, self.config.pool
-        )
+        others = self.other_pods.snapshot()
+        for gone in self._requests.keys() - others.keys():
+            del self._requests[gone]
+        usage = []
+        for key, pod in others.items():
+            version = (pod.get("metadata") or {}).get("resourceVersion") or ""
+            held = self._requests.get(key)
+            if held is None or held[0] != version or not version:
+                held = self._requests[key] = (version, pod_usage(pod))
+            usage.append(held[1])
+        return cluster_nodes(self.node_cache.items(), usage, self.settings, self.config.pool)
 
     def poll(self, now: datetime) -> list[PodStatus]:
         if not self._synced(self.pods, self.events, self.services, self.ingresses):
             raise BackendUnavailable("the cluster's pods have not been read yet")
-        pods = self.pods.items()
-        waiting = {_key(p) for p in pods if (p.get("status") or {}).get("phase") == "Pending"}
+        pods = self.pods.snapshot()
+        waiting = {k for k, p in pods.items() if (p.get("status") or {}).get("phase") == "Pending"}
         events: dict[tuple[str, str], list[Obj]] = {}
         if waiting:
             for event in self.events.items():
@@ -156,19 +167,17 @@ class KubernetesBackend:
                 if key in waiting:
                     events.setdefault(key, []).append(event)
         with_ingress = self._ingress_objects()
+        for gone in self._statuses.keys() - pods.keys():
+            del self._statuses[gone]
+            self._namespaces.pop(gone[1], None)
         out = []
-        statuses: dict[tuple[str, str], tuple[str, PodStatus]] = {}
-        for pod in pods:
-            key = _key(pod)
+        for key, pod in pods.items():
             status = self._status(pod, key, events.get(key), now, key in waiting)
-            statuses[key] = ((pod.get("metadata") or {}).get("resourceVersion") or "", status)
-            run_id = ((pod.get("metadata") or {}).get("labels") or {}).get(RUN_ID, "")
-            objects = with_ingress.get(run_id)
-            if objects is not None and status.running_at and not status.finished_at:
-                status = replace(status, ingress_addresses=ingress_addresses(pod, *objects))
+            if with_ingress and status.running_at and not status.finished_at:
+                objects = with_ingress.get(status.run_id)
+                if objects is not None:
+                    status = replace(status, ingress_addresses=ingress_addresses(pod, *objects))
             out.append(status)
-        self._statuses = statuses
-        self._namespaces = {name: namespace for namespace, name in statuses}
         return out
 
     def _status(
@@ -181,12 +190,15 @@ class KubernetesBackend:
     ) -> PodStatus:
         """The pod's status; read again only when the pod changed (its resourceVersion), or
         while it is Pending (the pod checks depend on the time and on its events)."""
-        version = (pod.get("metadata") or {}).get("resourceVersion") or ""
-        if not pending:
-            held = self._statuses.get(key)
-            if held is not None and held[0] == version and version:
-                return held[1]
-        return pod_status(pod, events or [], now, self.checks)
+        version = pod["metadata"].get("resourceVersion") or ""
+        held = self._statuses.get(key)
+        if not pending and held is not None and held[0] == version and version:
+            return held[1]
+        status = pod_status(pod, events or [], now, self.checks)
+        if held is None:
+            self._namespaces[key[1]] = key[0]
+        self._statuses[key] = (version, status)
+        return status
 
     def _ingress_objects(self) -> dict[str, tuple[list[Obj], list[Obj]]]:
         """The Services and Ingresses of the executor's jobs, by run id."""

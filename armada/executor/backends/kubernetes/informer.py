@@ -105,6 +105,12 @@ class Informer:
         with self._lock:
             return list(self._objects.values())
 
+    def snapshot(self) -> dict[Key, Obj]:
+        """The objects by (namespace, name), as they are now (a copy of the index; the
+        objects themselves are shared and never changed in place)."""
+        with self._lock:
+            return dict(self._objects)
+
     def get(self, namespace: str, name: str) -> Obj | None:
         with self._lock:
             return self._objects.get((namespace, name))

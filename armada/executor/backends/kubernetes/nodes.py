@@ -61,24 +61,34 @@ def requested(pod: Mapping[str, Any]) -> Resources:
         return Resources()
 
 
-def used_by_others(pods: Iterable[Mapping[str, Any]]) -> dict[str, Resources]:
+def pod_usage(pod: Mapping[str, Any]) -> tuple[str, Resources] | None:
+    """The node a live pod is on and what it requests there; None for a pod that takes
+    nothing (not placed yet, or ended)."""
+    node = (pod.get("spec") or {}).get("nodeName")
+    if not node or (pod.get("status") or {}).get("phase") in ENDED_PHASES:
+        return None
+    return node, requested(pod)
+
+
+def used_by_others(usage: Iterable[tuple[str, Resources] | None]) -> dict[str, Resources]:
     """What live pods request, by the Kubernetes name of their node."""
     out: dict[str, Resources] = {}
-    for pod in pods:
-        node = (pod.get("spec") or {}).get("nodeName")
-        if not node or (pod.get("status") or {}).get("phase") in ENDED_PHASES:
-            continue
-        out[node] = out.get(node, Resources()) + requested(pod)
+    for item in usage:
+        if item is not None:
+            node, amount = item
+            out[node] = out.get(node, Resources()) + amount
     return out
 
 
 def cluster_nodes(
     nodes: Iterable[Mapping[str, Any]],
-    others: Iterable[Mapping[str, Any]],
+    usage: Iterable[tuple[str, Resources] | None],
     settings: KubernetesCluster,
     pool: str,
 ) -> list[ClusterNode]:
-    usage = used_by_others(others)
+    """The nodes that serve the executor; ``usage`` is what other pods take (``pod_usage``
+    of each)."""
+    used_by = used_by_others(usage)
     out = []
     for node in nodes:
         if not serves(node, settings, pool):
@@ -86,7 +96,7 @@ def cluster_nodes(
         meta = node.get("metadata") or {}
         spec = node.get("spec") or {}
         allocatable = (node.get("status") or {}).get("allocatable") or {}
-        used = usage.get(meta.get("name", ""), Resources())
+        used = used_by.get(meta.get("name", ""), Resources())
         out.append(
             ClusterNode(
                 name=node_id(node, settings),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from armada.core.config_kubernetes import KubernetesCluster
-from armada.executor.backends.kubernetes.nodes import cluster_nodes, requested
+from armada.executor.backends.kubernetes.nodes import cluster_nodes, pod_usage, requested
 
 
 def node(name, labels=None, taints=None, unschedulable=False, allocatable=None):
@@ -103,7 +103,10 @@ def test_what_other_live_pods_request_is_reported_per_node():
         pod("", cpu="4", memory="8Gi"),  # not placed yet: on no node
     ]
     reported = {
-        n.name: n for n in cluster_nodes([node("a"), node("b")], others, KubernetesCluster(), "")
+        n.name: n
+        for n in cluster_nodes(
+            [node("a"), node("b")], [pod_usage(p) for p in others], KubernetesCluster(), ""
+        )
     }
     assert reported["a"].non_armada_allocated == {"cpu": "750m", "memory": "1536Mi"}
     assert reported["b"].non_armada_allocated == {"cpu": "1", "memory": "2Gi"}
