@@ -107,7 +107,7 @@ class PodSteps:
         try:
             self.backend.create_pod(request, now)
         except BackendUnavailable as exc:
-            log.warning(
+            log.info(
                 "pod %s not created now (%s); trying again next tick",
                 run.pod_name,
                 exc,
@@ -214,8 +214,9 @@ class PodSteps:
         return out
 
     def _return_stuck(self, run: HeldRun, status: PodStatus, now: datetime) -> RunReport:
-        """The pod checks ask for another attempt (the pod was not placed, or its node shows
-        no sign of life): delete the pod and return the lease. The run never ran, so this
+        """The pod never ran and another attempt may fare better (the pod checks found it
+        unplaced or its node silent, or the kubelet refused it for room): delete the pod and
+        return the lease. The run never ran, so this
         is not a failure and costs the job no retry."""
         log.warning(
             "pod %s is stuck: %s; returning the lease of run %s",
@@ -229,7 +230,7 @@ class PodSteps:
             run.id,
             RunState.LEASE_RETURNED,
             now,
-            reason="PodStuck",
+            reason=status.reason or "PodStuck",
             message=status.return_lease,
         )
 

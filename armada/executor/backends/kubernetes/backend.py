@@ -16,6 +16,12 @@ Errors of the API server are told apart as the agent needs them: a refusal about
 answers 5xx or 429, or cannot be reached, is :class:`BackendUnavailable` (nothing was done;
 the agent tries again). A pod the executor created but whose answer it lost is found by its
 run label and taken as created.
+
+A pod is bound to its node (``nodeName``), so the kube-scheduler does not wait for room on
+it: the kubelet admits it or refuses it (``OutOfcpu``). The backend therefore waits to
+create a pod on a node where pods are still stopping (those preempted for it), for up to
+``podDeletionTimeout`` past the end of their grace period, and a pod refused for room all
+the same has its lease returned rather than failed (``status``).
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ import json
 import logging
 import time
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from kubernetes import client
@@ -32,26 +38,24 @@ from kubernetes.client.exceptions import ApiException
 from pydantic import ValidationError
 
 from armada.core.config import Executor as ExecutorConfig
-from armada.core.podchecks import PodCheckRunner
+from armada.core.podchecks import PodCheckRunner, parse_time
 from armada.core.quantity import Resources
 from armada.executor.backends.base import (
     BackendUnavailable,
     ClusterNode,
     PodCreationFailed,
     PodExists,
-    PodRejected,
     PodRequest,
     PodStatus,
 )
+from armada.executor.backends.kubernetes.companions import Companions, refusal
 from armada.executor.backends.kubernetes.connect import api_client
 from armada.executor.backends.kubernetes.informer import Informer, Obj
 from armada.executor.backends.kubernetes.manifests import (
     EXECUTOR,
     RUN_ID,
     ingress_addresses,
-    ingress_manifests,
     pod_manifest,
-    service_manifests,
 )
 from armada.executor.backends.kubernetes.nodes import cluster_nodes, node_id, pod_usage
 from armada.executor.backends.kubernetes.status import pod_status
@@ -60,8 +64,6 @@ log = logging.getLogger(__name__)
 
 #: How long a deletion asked for is not asked again while the pod shows no deletion yet.
 DELETE_AGAIN_AFTER = 10.0
-#: Rejections about the pod itself (the job): the agent fails the run with the message.
-REJECTING = {400, 403, 404, 422}
 
 
 class KubernetesBackend:
@@ -116,6 +118,9 @@ class KubernetesBackend:
         # not changed is not read again (10,000 running pods cost a dict lookup each).
         self._statuses: dict[tuple[str, str], tuple[str, PodStatus]] = {}
         self._namespaces: dict[str, str] = {}  # pod name -> namespace, as last polled
+        # By node, when the pods being deleted there are due to be gone (ours, others').
+        self._stopping_ours: dict[str, datetime] = {}
+        self._stopping_others: dict[str, datetime] = {}
         # What each other pod takes of its node, with its resourceVersion then.
         self._requests: dict[tuple[str, str], tuple[str, tuple[str, Resources] | None]] = {}
         for informer in self.informers:
@@ -143,6 +148,7 @@ class KubernetesBackend:
         if not self._synced(self.node_cache, self.other_pods):
             return None
         others = self.other_pods.snapshot()
+        self._stopping_others = _stopping(others.values())
         for gone in self._requests.keys() - others.keys():
             del self._requests[gone]
         usage = []
@@ -171,6 +177,7 @@ class KubernetesBackend:
             del self._statuses[gone]
             self._namespaces.pop(gone[1], None)
         out = []
+        self._stopping_ours = _stopping(pods.values())
         for key, pod in pods.items():
             status = self._status(pod, key, events.get(key), now, key in waiting)
             if with_ingress and status.running_at and not status.finished_at:
@@ -262,7 +269,9 @@ class KubernetesBackend:
         return scheduler_name
 
     def create_pod(self, pod: PodRequest, now: datetime) -> None:
-        manifest = pod_manifest(pod, self._node_name(pod.node), self.config.id)
+        node_name = self._node_name(pod.node)
+        self._wait_for_room(node_name, now)
+        manifest = pod_manifest(pod, node_name, self.config.id)
         try:
             body = client.V1Pod.from_dict(manifest)
         except (ValidationError, ValueError, TypeError) as exc:
@@ -276,13 +285,26 @@ class KubernetesBackend:
             if exc.status == 409:
                 created_obj = self._existing(pod)
             else:
-                raise _refusal(exc) from exc
+                raise refusal(exc) from exc
         except Exception as exc:  # noqa: BLE001 - connection failures: nothing was done
             raise BackendUnavailable(f"creating pod {pod.name}: {exc}") from exc
         self.pods.put(created_obj)
         self._asked_delete.pop(pod.name, None)
         if pod.services or pod.ingress:
-            self._create_companions(pod, created_obj)
+            Companions(self, pod).create(created_obj)
+
+    def _wait_for_room(self, node_name: str, now: datetime) -> None:
+        """A pod bound to a node where pods are still stopping (preempted for it, say) would
+        be refused by the kubelet, which counts them until they are gone: wait for them, up
+        to ``podDeletionTimeout`` past the end of their grace period."""
+        deadlines = [
+            d
+            for d in (self._stopping_ours.get(node_name), self._stopping_others.get(node_name))
+            if d is not None
+        ]
+        patience = timedelta(seconds=self.config.pod_deletion_timeout)
+        if deadlines and now < max(deadlines) + patience:
+            raise BackendUnavailable(f"pods on node {node_name} are still stopping")
 
     def _existing(self, pod: PodRequest) -> Obj:
         """A pod of that name exists: ours, created by an attempt whose answer was lost, or
@@ -297,63 +319,6 @@ class KubernetesBackend:
         if ((obj.get("metadata") or {}).get("labels") or {}).get(RUN_ID) == pod.run_id:
             return obj
         raise PodExists(pod.name)
-
-    def _create_companions(self, pod: PodRequest, created: Obj) -> None:
-        services = service_manifests(pod, created, self.config.id)
-        ingresses = ingress_manifests(pod, created, self.config.id, self.settings.ingress)
-        for manifest in services:
-            self._create(
-                manifest,
-                lambda b: self.core.create_namespaced_service(
-                    pod.namespace, b, _request_timeout=self._timeout
-                ),
-                client.V1Service,
-                self.services,
-            )
-        for manifest in ingresses:
-            self._create(
-                manifest,
-                lambda b: self.net.create_namespaced_ingress(
-                    pod.namespace, b, _request_timeout=self._timeout
-                ),
-                client.V1Ingress,
-                self.ingresses,
-            )
-
-    def _create(self, manifest: Obj, call: Any, model: Any, cache: Informer) -> None:
-        """Create a Service or Ingress of the pod. One left from an earlier attempt (its
-        owner pod is gone and the garbage collector has not got to it yet) is replaced."""
-        try:
-            body = model.from_dict(manifest)
-        except (ValidationError, ValueError, TypeError) as exc:
-            raise PodCreationFailed(f"{manifest['kind']} of the job: {exc}") from exc
-        for attempt in range(2):
-            try:
-                cache.put(self.api.sanitize_for_serialization(call(body)))
-                return
-            except ApiException as exc:
-                if exc.status == 409 and attempt == 0:
-                    self._delete_stale(manifest)
-                    continue
-                raise _refusal(exc) from exc
-            except Exception as exc:  # noqa: BLE001
-                raise BackendUnavailable(f"creating {manifest['kind']}: {exc}") from exc
-
-    def _delete_stale(self, manifest: Obj) -> None:
-        meta = manifest["metadata"]
-        name, namespace = meta["name"], meta["namespace"]
-        try:
-            if manifest["kind"] == "Service":
-                self.core.delete_namespaced_service(
-                    name, namespace, grace_period_seconds=0, _request_timeout=self._timeout
-                )
-            else:
-                self.net.delete_namespaced_ingress(
-                    name, namespace, grace_period_seconds=0, _request_timeout=self._timeout
-                )
-        except ApiException as exc:
-            if exc.status != 404:
-                raise
 
     def delete_pod(self, name: str, now: datetime, grace_seconds: float = 0.0) -> None:
         pod = self._find(name)
@@ -388,6 +353,9 @@ class KubernetesBackend:
         self._asked_delete[name] = clock
         if (gone.get("metadata") or {}).get("deletionTimestamp"):
             self.pods.put(gone)
+            self._stopping_ours.update(
+                {k: max(v, self._stopping_ours.get(k, v)) for k, v in _stopping([gone]).items()}
+            )
         self._forget_old_deletes(clock)
 
     def _forget_old_deletes(self, clock: float) -> None:
@@ -395,18 +363,26 @@ class KubernetesBackend:
             del self._asked_delete[name]
 
 
+def _stopping(pods: Any) -> dict[str, datetime]:
+    """By node, when the last of its pods being deleted is due to be gone (Kubernetes sets
+    ``deletionTimestamp`` to the end of the pod's grace period)."""
+    out: dict[str, datetime] = {}
+    for pod in pods:
+        due = parse_time((pod.get("metadata") or {}).get("deletionTimestamp"))
+        node = (pod.get("spec") or {}).get("nodeName")
+        if (
+            due is not None
+            and node
+            and (pod.get("status") or {}).get("phase")
+            not in (
+                "Succeeded",
+                "Failed",
+            )
+        ):
+            out[node] = max(due, out.get(node, due))
+    return out
+
+
 def _key(pod: Obj) -> tuple[str, str]:
     meta = pod.get("metadata") or {}
     return (meta.get("namespace") or "", meta.get("name") or "")
-
-
-def _refusal(exc: ApiException) -> Exception:
-    """What an API error means to the agent (see the module docstring)."""
-    try:
-        status = json.loads(exc.body or "{}")
-    except (ValueError, TypeError):
-        status = {}
-    message = status.get("message") or exc.reason or ""
-    if exc.status in REJECTING:
-        return PodRejected(status.get("reason") or str(exc.reason or exc.status), message)
-    return BackendUnavailable(f"the API server answered {exc.status}: {message}")

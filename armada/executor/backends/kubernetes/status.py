@@ -32,6 +32,8 @@ How the fields are found:
   eviction (``PodGC: node no longer exists``). When none of them ever ran, also the latest
   Warning event's message. A text that an earlier one contains is left out; the rest are
   joined one a line.
+- A pod the kubelet's admission refused for room (``OutOfcpu``, ``OutOfmemory``, ...) before
+  any container ran sets ``return_lease``: the room may be free on the next attempt.
 - Pod checks (:mod:`armada.core.podchecks`) run on Pending pods not being deleted. ``Fail``
   makes the pod a finished failure at ``now``, the check's message its pod error and the
   check's cause its reason; ``Retry`` sets ``return_lease`` and leaves the pod unfinished.
@@ -107,6 +109,10 @@ def pod_status(
         "conditions": conditions,
         "deleting": deleting,
     }
+    if phase == "Failed" and _refused_by_kubelet(reason, mains, inits):
+        # The kubelet's admission refused the pod (the node's room was still held, say by
+        # a pod being stopped for it): it never ran, so its lease is returned, not failed.
+        return PodStatus(**fields, reason=reason, message=message, return_lease=message or reason)
     if phase == "Failed":
         pod_error = _pod_error(status, mains, inits, containers, events)
         if pod_error and not message:
@@ -139,6 +145,13 @@ def pod_status(
         if result.action == RETRY:
             return PodStatus(**fields, reason=reason, message=message, return_lease=result.message)
     return PodStatus(**fields, reason=reason, message=message)
+
+
+def _refused_by_kubelet(reason: str, mains: list[Json], inits: list[Json]) -> bool:
+    """Admission refusals for room (``OutOfcpu``, ``OutOfmemory``, ``OutOfpods``, ...), before
+    any container ran. ``UnexpectedAdmissionError`` and the node-affinity refusals are not
+    among them: they say something of the node or the job, and are failures."""
+    return reason.startswith("OutOf") and not any(_ran(cs) for cs in (*mains, *inits))
 
 
 def _regular_inits(spec: Json, status: Json) -> list[Json]:

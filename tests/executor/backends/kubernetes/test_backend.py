@@ -216,3 +216,54 @@ def test_a_tick_costs_no_request_per_pod(backend, emulator):
         backend.nodes()
     after = sum(n for (method, _, watch), n in emulator.request_counts().items() if not watch)
     assert after == before
+
+
+def test_a_pod_waits_while_its_node_has_pods_stopping_then_starts(backend, emulator):
+    """A preempted pod still stopping holds its node's room, which the kubelet counts: the
+    pod preempting it is not created until the stopping pod is gone."""
+    from armada.executor.backends.base import BackendUnavailable
+
+    old = request(job="01old", run="01oldrun", annotations={f"{FAKE}duration": "1h"})
+    old = PodRequest(**{**old.__dict__, "pod_spec": {**SPEC, "terminationGracePeriodSeconds": 3}})
+    backend.create_pod(old, now())
+    wait_for(lambda: (s := status_of(backend, old.name)) and s.running_at, "the old pod to run")
+    backend.delete_pod(old.name, now(), 3.0)
+    new = request(job="01new", run="01newrun")
+    with pytest.raises(BackendUnavailable, match="still stopping"):
+        backend.create_pod(new, now())
+    assert emulator.pod("jobs", new.name) is None
+
+    def created():
+        backend.poll(now())
+        try:
+            backend.create_pod(new, now())
+        except BackendUnavailable:
+            return False
+        return True
+
+    wait_for(created, "the new pod to be created once the old one is gone")
+    assert emulator.pod("jobs", old.name) is None
+    assert wait_for(lambda: finished(backend, new.name), "the new pod to end").succeeded
+
+
+def test_a_pod_the_kubelet_refuses_for_room_returns_its_lease(backend, emulator):
+    big = {
+        "containers": [
+            {
+                "name": "main",
+                "image": "busybox:1.36",
+                "resources": {"limits": {"cpu": "9", "memory": "1Gi"}},  # the node has 8
+            }
+        ]
+    }
+    pod = request(pod_spec=big)
+    backend.create_pod(pod, now())
+    refused = wait_for(
+        lambda: (s := status_of(backend, pod.name)) and s.return_lease and s, "the refusal"
+    )
+    assert refused.reason == "OutOfcpu" and refused.finished_at is None
+    assert "enough resource: cpu" in refused.return_lease
+
+
+def finished(backend, name):
+    return (s := status_of(backend, name)) is not None and s.finished_at is not None and s

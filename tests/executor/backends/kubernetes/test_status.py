@@ -124,15 +124,16 @@ CASES: list[tuple[str, datetime, dict[str, Any]]] = [
         },
     ),
     (
+        # Refused for room by the kubelet before anything ran: the lease goes back (the
+        # room may be free on another attempt), not a failure.
         "out_of_cpu",
         NOW,
         {
-            "finished_at": NOW,
             "reason": "OutOfcpu",
             "message": "Pod was rejected: Node didn't have enough resource: cpu, requested: "
             "2000, used: 7500, capacity: 8000",
-            "pod_error": "Pod was rejected: Node didn't have enough resource: cpu, requested: "
-            "2000, used: 7500, capacity: 8000",
+            "return_lease": "Pod was rejected: Node didn't have enough resource: cpu, "
+            "requested: 2000, used: 7500, capacity: 8000",
         },
     ),
     (
@@ -314,7 +315,6 @@ CATEGORISED = [
     ("err_image_pull", "image", ""),
     ("create_container_config_error", "config", ""),
     ("unexpected_admission_error", "internal", "node-failure"),
-    ("out_of_cpu", "internal", "node-failure"),
     ("node_lost", "internal", "node-failure"),
     ("init_container_failed", "user-error", ""),
 ]
