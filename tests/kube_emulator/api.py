@@ -60,7 +60,9 @@ class Cluster:
                 self.kubelet.pod_added(change.new)
             elif change.type == "DELETED":
                 uid = change.new["metadata"]["uid"]
-                self.kubelet.forget(uid)
+                # On the timeline's thread: this runs under the store's lock, and a kubelet
+                # step holds the kubelet's lock while it writes to the store.
+                self.timeline.after(0.0, lambda: self.kubelet.forget(uid))
                 self.timeline.after(self.gc_delay, lambda: self._collect(uid))
         elif change.plural == "ingresses" and change.type == "ADDED":
             ns, name = change.key

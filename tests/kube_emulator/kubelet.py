@@ -139,7 +139,7 @@ class Kubelet(Endings):
             cap = parse_quantity((node["status"].get("allocatable") or {}).get(name, "0"))
             have = used.get(name, 0) if name != "pods" else used["pods"] - 1000
             if have + q > cap:
-                return (f"Out{name}", f"Pod was rejected: Node didn't have enough resource: {name}, "
+                return (f"OutOf{name}", f"Pod was rejected: Node didn't have enough resource: {name}, "
                         f"requested: {q}, used: {have}, capacity: {cap}")  # fmt: skip
         return None
 
