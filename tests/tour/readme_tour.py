@@ -230,3 +230,23 @@ class TourSystem:
             stop_group(self.proc)
         for state_dir in (self.var / "executors").glob("*"):
             remove_local_pods(state_dir)
+
+
+def check_oom_retries(failed: list[dict]) -> None:
+    """What the tour promises of the OOM job's two failed runs: categorised oom, each
+    retried by rule 5 of ``ml-training-retries`` with its memory grown by half."""
+    assert [(r["reason"], r["failureCategory"], r["retryable"]) for r in failed] == [
+        ("OOMKilled", "oom", True)
+    ] * 2
+    decisions = [r["decision"] for r in failed]
+    assert [(d["decision"], d["policy"], d["rule"]) for d in decisions] == [
+        ("retry", "ml-training-retries", 5)
+    ] * 2
+    assert [(d["retriesUsed"], d["retryLimit"]) for d in decisions] == [(0, 3), (1, 3)]
+    assert [d["reason"].split(" (")[0] for d in decisions] == ["retry 1 of 3", "retry 2 of 3"]
+    assert [
+        (d["mutation"]["memory"]["before"], d["mutation"]["memory"]["after"]) for d in decisions
+    ] == [
+        ("64Mi", "96Mi"),
+        ("96Mi", "144Mi"),
+    ]
