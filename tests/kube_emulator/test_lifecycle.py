@@ -218,4 +218,4 @@ def test_hooks_oom_evict_finish_vanish_and_admission(emu, v1):
     huge["spec"]["containers"][0]["resources"]["limits"]["cpu"] = "64"
     v1.create_namespaced_pod("default", huge)
     wait_for(lambda: phase(emu, "huge") == "Failed", what="rejected")
-    assert emu.pod("default", "huge")["status"]["reason"] == "Outcpu"
+    assert emu.pod("default", "huge")["status"]["reason"] == "OutOfcpu"
