@@ -24,7 +24,7 @@ import yaml
 
 from armada.core.config_executor_process import ExecutorProcess, parse_executor_process
 from armada.core.errors import ValidationFailed
-from armada.executor.backends.kubernetes.connect import ClusterConfigError
+from armada.executor.backends.base import ClusterConfigError
 
 
 def load(path: Path) -> ExecutorProcess:

@@ -41,6 +41,11 @@ def check_namespace(pod: PodRequest, namespaces: frozenset[str]) -> None:
         raise PodRejected("NotFound", f'namespaces "{pod.namespace}" not found')
 
 
+class ClusterConfigError(Exception):
+    """A backend's cluster settings cannot be read (no kubeconfig, an unknown context, not
+    running in a pod); the message names the setting."""
+
+
 class BackendUnavailable(Exception):
     """The cluster cannot be asked now (its API server answers 5xx, is unreachable, or has not
     been read once yet). Nothing was done; the agent tries again on a later tick."""

@@ -13,11 +13,7 @@ from kubernetes import client, config
 from kubernetes.config.config_exception import ConfigException
 
 from armada.core.config_kubernetes import KubernetesCluster
-
-
-class ClusterConfigError(Exception):
-    """The cluster's connection settings cannot be read (no kubeconfig, an unknown context,
-    not running in a pod); the message names the setting."""
+from armada.executor.backends.base import ClusterConfigError
 
 
 def api_client(settings: KubernetesCluster) -> client.ApiClient:
