@@ -3,7 +3,6 @@ their failures are labelled with (part of ``core.config``)."""
 
 from __future__ import annotations
 
-import re
 from typing import Literal
 
 from pydantic import Field, StrictBool, StrictInt, field_validator, model_validator
@@ -11,7 +10,7 @@ from pydantic import Field, StrictBool, StrictInt, field_validator, model_valida
 from armada.core.categorizer import INTERNAL, INTERNAL_SUBCATEGORIES
 from armada.core.config_kubernetes import KubernetesCluster
 from armada.core.config_podchecks import PodChecks
-from armada.core.config_types import RFC1123_LABEL, Duration, Quantities, Strict
+from armada.core.config_types import RFC1123_LABEL, Duration, Quantities, Strict, compiled_regex
 
 
 class Taint(Strict):
@@ -46,11 +45,7 @@ class PatternMatcher(Strict):
     @field_validator("pattern")
     @classmethod
     def _compiles(cls, v: str) -> str:
-        try:
-            re.compile(v)
-        except re.error as exc:
-            raise ValueError(f"not a valid regular expression: {exc}") from exc
-        return v
+        return compiled_regex(v)
 
 
 class CategoryRule(Strict):

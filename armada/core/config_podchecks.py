@@ -36,24 +36,15 @@ The defaults, for a cluster nobody has tuned yet:
 
 from __future__ import annotations
 
-import re
 from typing import Literal
 
 from pydantic import Field, StrictBool, field_validator
 
-from armada.core.config_types import Duration, Strict
+from armada.core.config_types import Duration, Strict, compiled_regex
 
 __all__ = ["ContainerStatusCheck", "EventCheck", "PodChecks"]
 
 CheckAction = Literal["Fail", "Retry"]
-
-
-def _compiled(value: str) -> str:
-    try:
-        re.compile(value)
-    except re.error as exc:
-        raise ValueError(f"not a valid regular expression: {exc}") from exc
-    return value
 
 
 class EventCheck(Strict):
@@ -72,7 +63,7 @@ class EventCheck(Strict):
     action: CheckAction
     name: str = ""
 
-    _regexp = field_validator("regexp")(_compiled)
+    _regexp = field_validator("regexp")(compiled_regex)
 
 
 class ContainerStatusCheck(Strict):
@@ -92,7 +83,7 @@ class ContainerStatusCheck(Strict):
     action: CheckAction
     name: str = ""
 
-    _regexp = field_validator("reason_regexp")(_compiled)
+    _regexp = field_validator("reason_regexp")(compiled_regex)
 
 
 def _event(regexp: str, grace: float, action: CheckAction, name: str) -> EventCheck:

@@ -14,6 +14,15 @@ from armada.core.quantity import format_quantity, parse_quantity
 RFC1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
+def compiled_regex(value: str) -> str:
+    """``value`` when it compiles as a Python regular expression; the error says why not."""
+    try:
+        re.compile(value)
+    except re.error as exc:
+        raise ValueError(f"not a valid regular expression: {exc}") from exc
+    return value
+
+
 def _duration(value: Any) -> float:
     return parse_duration(value)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -10,6 +9,7 @@ import pytest
 from kubernetes import client, config
 
 from tests.kube_emulator import KubeEmulator
+from tests.waiting import wait_until
 
 TOKEN = "emulator-token"
 
@@ -31,14 +31,7 @@ def v1(emu: KubeEmulator) -> client.CoreV1Api:
 
 def wait_for(check: Callable[[], Any], timeout: float = 20.0, what: str = "condition") -> Any:
     """Poll ``check`` until it returns something truthy (generous timeout, no fixed sleeps)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
+    return wait_until(what, check, timeout=timeout, interval=0.02)
 
 
 def pod_body(

@@ -16,13 +16,12 @@ from typing import Any
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from armada.core.config import Executor as ExecutorConfig
+from armada.core.config_kubernetes import HOSTNAME_LABEL
 from armada.core.quantity import format_quantity
 from armada.core.reports import RunReport
 from armada.core.states import RunState
 from armada.executor.api import executorapi_pb2 as pb
 from armada.executor.backends.base import ClusterNode
-
-HOSTNAME_LABEL = "kubernetes.io/hostname"
 
 PHASE_OF_STATE = {
     RunState.PENDING: pb.PENDING,

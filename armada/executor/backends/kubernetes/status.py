@@ -47,8 +47,7 @@ from typing import Any
 
 from armada.core.podchecks import FAIL, RETRY, PodCheckRunner, parse_time
 from armada.executor.backends.base import ContainerResult, PodStatus
-
-RUN_ID_LABEL = "armada_job_run_id"
+from armada.executor.backends.kubernetes.manifests import RUN_ID
 
 EVICTED = "Evicted"
 DEADLINE_EXCEEDED = "DeadlineExceeded"
@@ -101,7 +100,7 @@ def pod_status(
 
     fields: dict[str, Any] = {
         "name": str(meta.get("name") or ""),
-        "run_id": str((meta.get("labels") or {}).get(RUN_ID_LABEL) or ""),
+        "run_id": str((meta.get("labels") or {}).get(RUN_ID) or ""),
         "node": str(spec.get("nodeName") or ""),
         "pending_at": parse_time(meta.get("creationTimestamp")),
         "running_at": _running_at(mains, status, phase),

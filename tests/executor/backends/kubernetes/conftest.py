@@ -3,7 +3,6 @@ the official client, configured from a kubeconfig as a user's deployment is."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -12,6 +11,7 @@ import pytest
 from armada.core.config import parse_config
 from armada.executor.backends.kubernetes import KubernetesBackend
 from tests.kube_emulator import KubeEmulator
+from tests.waiting import wait_until
 
 TOKEN = "executor-token"
 SYNC_TIMEOUT = 60.0
@@ -19,14 +19,7 @@ SYNC_TIMEOUT = 60.0
 
 def wait_for(check: Callable[[], Any], what: str, timeout: float = 30.0) -> Any:
     """Poll ``check`` until it returns something truthy; generous, explicit timeout."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
-        time.sleep(0.05)
+    return wait_until(what, check, timeout=timeout, interval=0.05)
 
 
 def executor_config(kubeconfig: str, executor_id: str = "cluster-a", **extra: Any):

@@ -12,15 +12,11 @@ from django.utils import timezone
 from armada.executor.backends.base import BackendUnavailable
 from armada.executor.backends.kubernetes import KubernetesBackend
 from tests.executor.backends.kubernetes.conftest import executor_config, wait_for
-from tests.executor.backends.kubernetes.test_backend import FAKE, request, status_of
+from tests.executor.backends.kubernetes.test_backend import FAKE, finished, request, status_of
 
 
 def now() -> datetime:
     return timezone.now()
-
-
-def finished(backend, name):
-    return (s := status_of(backend, name)) is not None and s.finished_at is not None and s
 
 
 def start_pods(backend, count, duration="2s"):
