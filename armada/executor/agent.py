@@ -26,7 +26,7 @@ holds no database credentials. A tick, in order:
    pending, running and then succeeded or failed; the job's ingress addresses, once the
    backend has them, are reported once (a running report with ``ingress_addresses``). A
    pod the backend's pod checks judge stuck for a cause another attempt may not meet
-   (``return_lease``) is deleted and its lease returned;
+   (``return_lease``) is deleted and its lease returned once it is gone;
 5. categorise every failure (``core.categorizer``). When the category's action is Delete,
    the pod is deleted and the failure is reported only once the pod is gone, so that the
    name is free before a retry can be leased; a pod still there ``podDeletionTimeout`` after

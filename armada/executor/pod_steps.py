@@ -57,6 +57,8 @@ class Deleting:
     category: Categorization
     asked_at: datetime
     log: str
+    #: Not a failure: a lease to return once the pod is gone (a stuck pod).
+    returned: RunReport | None = None
 
 
 class PodSteps:
@@ -183,7 +185,9 @@ class PodSteps:
             )
             return [internal_failure(run.id, POD_MISSING, now, "PodMissing", message)]
         if status.return_lease and not status.finished_at:
-            return [self._return_stuck(run, status, now)]
+            self._return_stuck(run, status, now)
+            fresh_deletions.append(run)
+            return []
         out = progress_reports(run, status)
         if status.ingress_addresses and not run.ingress_reported and not status.finished_at:
             run.ingress_reported = True
@@ -213,11 +217,12 @@ class PodSteps:
         out.append(failure_report(run.id, status, category, status.finished_at, log_text, kept))
         return out
 
-    def _return_stuck(self, run: HeldRun, status: PodStatus, now: datetime) -> RunReport:
+    def _return_stuck(self, run: HeldRun, status: PodStatus, now: datetime) -> None:
         """The pod never ran and another attempt may fare better (the pod checks found it
         unplaced or its node silent, or the kubelet refused it for room): delete the pod and
-        return the lease. The run never ran, so this
-        is not a failure and costs the job no retry."""
+        return the lease once it is gone (so that the name is free for the next attempt), or
+        ``podDeletionTimeout`` after asking. The run never ran, so this is not a failure and
+        costs the job no retry."""
         log.warning(
             "pod %s is stuck: %s; returning the lease of run %s",
             run.pod_name,
@@ -226,18 +231,26 @@ class PodSteps:
             extra={"job_id": run.job_id, "run_id": run.id, "executor": self.config.id},
         )
         self.backend.delete_pod(run.pod_name, now, 0.0)
-        return RunReport(
+        returned = RunReport(
             run.id,
             RunState.LEASE_RETURNED,
             now,
             reason=status.reason or "PodStuck",
             message=status.return_lease,
         )
+        self._deleting[run.id] = Deleting(status, Categorization(), now, "", returned)
 
     def _follow_deletion(
         self, run: HeldRun, status: PodStatus | None, deleting: Deleting, now: datetime
     ) -> list[RunReport]:
-        """Report the failure once the pod is gone, or as stuck-terminating when it stays."""
+        """Report the failure once the pod is gone, or as stuck-terminating when it stays;
+        a returned lease is reported once the pod is gone or the time is up."""
+        timed_out = now - deleting.asked_at > timedelta(seconds=self.config.pod_deletion_timeout)
+        if deleting.returned is not None:
+            if status is None or timed_out:
+                del self._deleting[run.id]
+                return [deleting.returned]
+            return []
         if status is None:
             del self._deleting[run.id]
             return [
@@ -249,7 +262,7 @@ class PodSteps:
                     deleting.log,
                 )
             ]
-        if now - deleting.asked_at > timedelta(seconds=self.config.pod_deletion_timeout):
+        if timed_out:
             del self._deleting[run.id]
             original = deleting.category.category or "uncategorised"
             return [

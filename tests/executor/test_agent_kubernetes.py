@@ -180,7 +180,9 @@ def test_a_pod_stuck_pulling_its_image_fails_by_the_pod_checks(make_agent, emula
 
 def test_a_pod_on_a_silent_node_returns_its_lease_by_the_pod_checks(make_agent, emulator, owner):
     checks = {"deadlineForUpdates": "2s", "events": [], "containerStatuses": []}
-    agent = make_agent(podChecks=checks)
+    # A silent kubelet does not stop the pod either: its lease is returned once it is gone
+    # or, as here, podDeletionTimeout after the deletion was asked for.
+    agent = make_agent(podChecks=checks, podDeletionTimeout="3s")
     emulator.pause_kubelet("node-1")
     emulator.pause_kubelet("node-2")
     job_id = submit(owner, {"duration": "1s"})
