@@ -1,27 +1,30 @@
 """Armada's REST gateway under ``/v1/``: the paths of the ``google.api.http`` rules of its
 methods (``wire.http_rules``), each answered by the same registered operation as the gRPC
-method (``wire.registry``), with grpc-gateway's JSON (``wire.jsonmap``).
+method (``wire.registry``), in the JSON Armada's gateway speaks (``wire.jsonmap``: Go's
+``encoding/json`` over Armada's Go structs, as grpc-gateway v1's ``JSONBuiltin`` writes it).
 
 - Authentication is our ``/api/v1``'s, through DRF's authenticators (personal or legacy
   token, session with its CSRF check, Basic with its throttle); ``auth.anonymousAuth``
   admits callers with no credentials as ``AnonymousUser``, as on gRPC.
-- Errors are grpc-gateway's: ``{"code": <gRPC code number>, "message": ..., "details": []}``
-  with the HTTP status ``wire.errors`` gives the code (400, 401, 403, 404, 409, 429, 503; a
-  bug is logged and answered 500 with a message that says nothing of the inside).
+- Errors are grpc-gateway v1's: ``{"error": <message>, "code": <gRPC code number>,
+  "message": <message>}`` (``details`` only when there are some; every key is left out when
+  empty), with the HTTP status grpc-gateway gives the code (:data:`HTTP_STATUS`). A bug is
+  logged and answered 500 with a message that says nothing of the inside.
 - A path whose method no module has registered yet answers 501 (UNIMPLEMENTED).
 - A unary method is a sync view (the operation runs in the request's thread, like our DRF
   views). A streaming one (``POST /v1/job-set/{queue}/{id}``, ``GET /v1/batched/queues``) is
   an async view that writes one JSON object per line: ``{"result": <message>}`` per message,
-  and ``{"error": {"code", "message", "details"}}`` if the stream fails after it started. A
-  stream that fails before its first message answers like a unary error.
+  and, if the stream fails after it started, ``{"error": {"grpc_code", "http_code",
+  "message", "http_status"}}`` (grpc-gateway v1's stream error). A stream that fails before
+  its first message answers like a unary error.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from collections import defaultdict
 from collections.abc import AsyncIterator, Callable
+from http import HTTPStatus
 from typing import Any
 
 import grpc
@@ -41,6 +44,7 @@ from rest_framework.settings import api_settings
 from armada.services.dbfaults import DATABASE_ERRORS
 from armada.services.errors import PermissionDenied
 from armada.wire.errors import Unauthenticated
+from armada.wire.gojson import go_dumps
 from armada.wire.http_rules import HttpRule, django_route, http_rules, kwarg_name
 from armada.wire.jsonmap import message_json, request_message
 from armada.wire.registry import Call, Operation, load_operations
@@ -60,28 +64,71 @@ class BodyTooLarge(Exception):
     most such bodies before they are read; this covers the rest)."""
 
 
+# grpc-gateway v1's HTTPStatusFromCode.
+HTTP_STATUS = {
+    grpc.StatusCode.OK: 200,
+    grpc.StatusCode.CANCELLED: 408,
+    grpc.StatusCode.UNKNOWN: 500,
+    grpc.StatusCode.INVALID_ARGUMENT: 400,
+    grpc.StatusCode.DEADLINE_EXCEEDED: 504,
+    grpc.StatusCode.NOT_FOUND: 404,
+    grpc.StatusCode.ALREADY_EXISTS: 409,
+    grpc.StatusCode.PERMISSION_DENIED: 403,
+    grpc.StatusCode.UNAUTHENTICATED: 401,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: 429,
+    grpc.StatusCode.FAILED_PRECONDITION: 400,
+    grpc.StatusCode.ABORTED: 409,
+    grpc.StatusCode.OUT_OF_RANGE: 400,
+    grpc.StatusCode.UNIMPLEMENTED: 501,
+    grpc.StatusCode.INTERNAL: 500,
+    grpc.StatusCode.UNAVAILABLE: 503,
+    grpc.StatusCode.DATA_LOSS: 500,
+}
+
+
+def _omitempty(data: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in data.items() if v not in (0, "", None, [])}
+
+
 def error_body(code: grpc.StatusCode, message: str) -> dict[str, Any]:
-    return {"code": code.value[0], "message": message, "details": []}
+    """grpc-gateway v1's body for a failed call (its ``internal.Error``, every key
+    ``omitempty``; we send no details)."""
+    return _omitempty({"error": message, "code": code.value[0], "message": message})
+
+
+def stream_error_body(code: grpc.StatusCode, message: str) -> dict[str, Any]:
+    """grpc-gateway v1's ``internal.StreamError``, for a stream that fails after it
+    started."""
+    status = HTTP_STATUS.get(code, 500)
+    return _omitempty(
+        {
+            "grpc_code": code.value[0],
+            "http_code": status,
+            "message": message,
+            "http_status": HTTPStatus(status).phrase,
+        }
+    )
+
+
+def _json_response(data: Any, status: int = 200) -> HttpResponse:
+    return HttpResponse(go_dumps(data), status=status, content_type=JSON)
 
 
 def error_response(exc: BaseException, method: str) -> HttpResponse:
     """grpc-gateway's answer to a failed call."""
     if isinstance(exc, BodyTooLarge):
-        body = error_body(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
-        return HttpResponse(json.dumps(body), status=413, content_type=JSON)
+        return _json_response(error_body(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc)), 413)
     status = status_of(exc)
     if status.code == grpc.StatusCode.INTERNAL:
         log.error("%s failed", method, exc_info=exc)
-    response = HttpResponse(
-        json.dumps(error_body(status.code, status.message)),
-        status=status.http_status,
-        content_type=JSON,
+    response = _json_response(
+        error_body(status.code, status.message), HTTP_STATUS.get(status.code, 500)
     )
     if isinstance(exc, exceptions.Throttled) and exc.wait:
         response["Retry-After"] = str(max(1, int(exc.wait)))
-    if status.http_status == 401:
+    if response.status_code == 401:
         response["WWW-Authenticate"] = 'Bearer realm="api"'
-    if status.http_status == 503:
+    if response.status_code == 503:
         response["Retry-After"] = "1"
     return response
 
@@ -122,7 +169,7 @@ def _unimplemented(rule: HttpRule) -> HttpResponse:
     body = error_body(
         grpc.StatusCode.UNIMPLEMENTED, f"{rule.method} is not served by this server yet"
     )
-    return HttpResponse(json.dumps(body), status=501, content_type=JSON)
+    return _json_response(body, 501)
 
 
 def _path_values(rule: HttpRule, kwargs: dict[str, str]) -> dict[str, str]:
@@ -167,7 +214,7 @@ def unary_response(rule: HttpRule, request: HttpRequest, kwargs: dict[str, str])
             _body(request)
             actor = authenticate(request, op)
             message = _build(rule, op, request, kwargs)
-            answer = json.dumps(message_json(op.func(_call(request, actor), message)))
+            answer = go_dumps(message_json(op.func(_call(request, actor), message)))
         except DATABASE_ERRORS as exc:
             raise database_unavailable(exc) from exc
     except Exception as exc:  # noqa: BLE001 - every failure gets grpc-gateway's answer
@@ -188,7 +235,7 @@ def _prepare_stream(rule: HttpRule, op: Operation, request: HttpRequest, kwargs:
 
 
 def _line(data: dict[str, Any]) -> bytes:
-    return json.dumps(data, separators=(",", ":")).encode() + b"\n"
+    return go_dumps(data) + b"\n"
 
 
 async def stream_response(
@@ -219,7 +266,7 @@ async def stream_response(
             status = status_of(exc)
             if status.code == grpc.StatusCode.INTERNAL:
                 log.error("%s failed", rule.method, exc_info=exc)
-            yield _line({"error": error_body(status.code, status.message)})
+            yield _line({"error": stream_error_body(status.code, status.message)})
         finally:
             await messages.aclose()
 
@@ -234,7 +281,7 @@ def _not_allowed(rules: dict[str, HttpRule], method: str) -> HttpResponse:
         grpc.StatusCode.UNIMPLEMENTED,
         f"method {method} not allowed here; allowed: {', '.join(sorted(rules))}",
     )
-    response = HttpResponse(json.dumps(body), status=405, content_type=JSON)
+    response = _json_response(body, 405)
     response["Allow"] = ", ".join(sorted(rules))
     return response
 

@@ -1,41 +1,51 @@
 """From an HTTP request to a request message and from a response message to JSON, the way
-grpc-gateway maps them for Armada's REST gateway.
+Armada's REST gateway (grpc-gateway v1 with Go's ``encoding/json``) maps them.
 
-- The body (for rules with ``body: "*"``) is JSON in protobuf's JSON mapping: camelCase or
-  proto field names, int64 as numbers or strings, enums by name (or number), with the
-  Kubernetes types inside (a pod spec) in Kubernetes' own JSON (``wire.k8sjson``). An unknown field, a wrong type or a value out
-  of range is a ValidationFailed naming the field (``jobRequestItems[0].priority``).
-- Query parameters (rules without a body) set fields by name, dotted for nested fields
-  (``?num=5``); a repeated field takes the parameter repeated. An unknown parameter is an
-  error too, so that a typo is not silently ignored.
-- Path parameters set their fields last, over anything the body said.
-- Responses: ``MessageToDict`` (camelCase, int64 as strings, enums as names, unset fields
-  left out), with the Kubernetes types inside in Kubernetes' JSON.
+- The body (for rules with ``body: "*"``) is read by ``wire.gojson_input``: Go's rules over
+  Armada's Go structs (keys by json tag in any case, unknown keys ignored, numbers as
+  numbers, enums by number or, where Armada reads them, by name), with the Kubernetes types
+  inside in Kubernetes' own JSON. An empty body (or ``null``) is an empty request.
+- Query parameters (rules without a body) set fields by proto or json name, dotted for
+  nested fields (``?num=5``); a repeated field takes the parameter repeated; a parameter
+  that names no field is ignored, as grpc-gateway ignores it. Values are text: numbers in
+  decimal, booleans as Go's ``strconv.ParseBool`` reads them, enums by name or number.
+- Path parameters set their fields last, over anything the body or query said.
+- Responses: ``wire.gojson.go_json``.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from google.protobuf import json_format
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
-from armada.core.errors import FieldError, ValidationFailed
+from armada.core.errors import ValidationFailed
 from armada.web.storable import check_storable
+from armada.wire.gojson import go_json
+from armada.wire.gojson_input import read_message
 from armada.wire.http_rules import HttpRule
-from armada.wire.k8sjson import fill_kubernetes, kubernetes_json, split_kubernetes
 
-_FAILED = re.compile(r"Failed to parse (\S+) field: ")
-_UNKNOWN = re.compile(r'Message type "[^"]*" has no field named "([^"]*)"')
-_TRUE, _FALSE = ("true", "1"), ("false", "0")
+_TRUE = ("1", "t", "T", "TRUE", "true", "True")
+_FALSE = ("0", "f", "F", "FALSE", "false", "False")
+_SIGNED = re.compile(r"[+-]?[0-9]+")
+_UNSIGNED = re.compile(r"[0-9]+")
+_INT_RANGES = {
+    FieldDescriptor.CPPTYPE_INT32: (-(2**31), 2**31 - 1),
+    FieldDescriptor.CPPTYPE_INT64: (-(2**63), 2**63 - 1),
+    FieldDescriptor.CPPTYPE_UINT32: (0, 2**32 - 1),
+    FieldDescriptor.CPPTYPE_UINT64: (0, 2**64 - 1),
+}
 
 
 def parse_json_body(raw: bytes) -> dict[str, Any]:
-    """A body's JSON object ({} for an empty body); ValidationFailed for anything else."""
+    """A body's JSON object ({} for an empty body or ``null``); ValidationFailed for
+    anything else."""
     if not raw.strip():
         return {}
     try:
@@ -48,52 +58,12 @@ def parse_json_body(raw: bytes) -> dict[str, Any]:
         ) from None
     except RecursionError:
         raise ValidationFailed.one("", "the body is nested too deeply") from None
+    if data is None:
+        return {}
     if not isinstance(data, dict):
         raise ValidationFailed.one("", "the body must be a JSON object")
     check_storable(data)
     return data
-
-
-def parse_problem(exc: json_format.ParseError) -> FieldError:
-    """protobuf's parse error (``Failed to parse podSpec field: ... at
-    "JobSubmitRequest.jobRequestItems[0].podSpec"``) as the field it is about and what is
-    wrong with it."""
-    text = str(exc).split("\n", 1)[0]
-    names: list[str] = []
-    while match := _FAILED.match(text):
-        names.append(match.group(1))
-        text = text[match.end() :]
-    where = ".".join(names)
-    head, at, location = text.rpartition(" at ")
-    if at:
-        text = head
-        location = location.strip().rstrip(".").strip('"')
-        cut = min((i for i in (location.find("."), location.find("[")) if i >= 0), default=-1)
-        if cut >= 0:  # drop the root message's name
-            where = location[cut:].lstrip(".")
-    text = text.rstrip(".")
-    if unknown := _UNKNOWN.match(text):
-        return FieldError(
-            f"{where}.{unknown.group(1)}" if where else unknown.group(1), "unknown field"
-        )
-    if text.startswith("expected string or bytes-like object"):
-        text = "must be a string"
-    elif text.startswith("repeated field") and "must be in []" in text:
-        text = "must be a list"
-    elif text.startswith("Map field") and "must be in a dict" in text:
-        text = "must be a mapping"
-    return FieldError(where, text)
-
-
-def _parse_into(data: dict[str, Any], message: Message) -> None:
-    parts = split_kubernetes(message.DESCRIPTOR, data)
-    try:
-        json_format.ParseDict(data, message)
-    except json_format.ParseError as exc:
-        raise ValidationFailed([parse_problem(exc)]) from None
-    except RecursionError:
-        raise ValidationFailed.one("", "the request is nested too deeply") from None
-    fill_kubernetes(message, parts)
 
 
 def _field(descriptor: Descriptor, name: str) -> FieldDescriptor | None:
@@ -102,45 +72,72 @@ def _field(descriptor: Descriptor, name: str) -> FieldDescriptor | None:
     )
 
 
-def _scalar(field: FieldDescriptor, name: str, value: str) -> Any:
-    """A text parameter as the JSON value protobuf's parser takes for ``field``."""
-    if field.type == FieldDescriptor.TYPE_BOOL:
-        if value.lower() in _TRUE:
-            return True
-        if value.lower() in _FALSE:
-            return False
-        raise ValidationFailed.one(name, f"must be true or false, not {value[:40]!r}")
-    return value  # numbers, enums and strings: the parser converts text itself
+def _parameter(field: FieldDescriptor, name: str, text: str) -> Any:
+    """A parameter's text as the value of ``field`` (grpc-gateway's conversions)."""
+    kind, cpp = field.type, field.cpp_type
+    if kind == FieldDescriptor.TYPE_STRING:
+        return text
+    if kind == FieldDescriptor.TYPE_BOOL:
+        if text in _TRUE or text in _FALSE:
+            return text in _TRUE
+        raise ValidationFailed.one(name, f"must be true or false, not {text[:40]!r}")
+    if kind == FieldDescriptor.TYPE_ENUM:
+        named = field.enum_type.values_by_name.get(text)
+        if named is not None:
+            return named.number
+        if _SIGNED.fullmatch(text) and int(text) in field.enum_type.values_by_number:
+            return int(text)
+        names = ", ".join(v.name for v in field.enum_type.values)
+        raise ValidationFailed.one(name, f"{text[:40]!r} is not one of {names} or its number")
+    if kind == FieldDescriptor.TYPE_BYTES:
+        for decode in (base64.standard_b64decode, base64.urlsafe_b64decode):
+            try:
+                return decode(text.encode("ascii"))
+            except (binascii.Error, ValueError, UnicodeEncodeError):
+                continue
+        raise ValidationFailed.one(name, "must be base64 text")
+    if cpp in (FieldDescriptor.CPPTYPE_DOUBLE, FieldDescriptor.CPPTYPE_FLOAT):
+        try:
+            number = float(text)
+        except ValueError:
+            raise ValidationFailed.one(name, f"must be a number, not {text[:40]!r}") from None
+        if number != number or number in (float("inf"), float("-inf")):
+            raise ValidationFailed.one(name, "must be a finite number")
+        return number
+    low, high = _INT_RANGES[cpp]
+    pattern = _SIGNED if low < 0 else _UNSIGNED
+    if not pattern.fullmatch(text) or not low <= int(text) <= high:
+        raise ValidationFailed.one(
+            name, f"must be a whole number from {low} to {high}, not {text[:40]!r}"
+        )
+    return int(text)
 
 
-def fields_data(descriptor: Descriptor, pairs: Iterable[tuple[str, str]], what: str) -> dict:
-    """``[("num", "5"), ("a.b", "x")]`` -> ``{"num": "5", "a": {"b": "x"}}`` by the fields of
-    ``descriptor``; an unknown name is a ValidationFailed saying it is an unknown ``what``."""
-    data: dict[str, Any] = {}
+def set_parameters(message: Message, pairs: Iterable[tuple[str, str]]) -> None:
+    """Set fields of ``message`` from ``[("num", "5"), ("a.b", "x")]``; names that name no
+    field are skipped, a singular field takes its first value, a repeated one all of them."""
+    seen: set[str] = set()
     for name, value in pairs:
-        target, current = data, descriptor
-        parts = name.split(".")
+        target, parts = message, name.split(".")
         for i, part in enumerate(parts):
-            field = _field(current, part) if current is not None else None
+            field = _field(target.DESCRIPTOR, part)
             if field is None:
-                raise ValidationFailed.one(name, f"unknown {what}")
-            last = i == len(parts) - 1
-            if last:
-                if field.message_type is not None and not field.message_type.full_name.startswith(
-                    "google.protobuf."
-                ):
-                    raise ValidationFailed.one(name, "names a message, not a field of one")
-                converted = _scalar(field, name, value)
-                if field.is_repeated:
-                    target.setdefault(field.json_name, []).append(converted)
-                else:
-                    target[field.json_name] = converted
-            else:
+                break  # a name that is no field: ignored
+            if i < len(parts) - 1:
                 if field.message_type is None or field.is_repeated:
-                    raise ValidationFailed.one(name, f"unknown {what}")
-                target = target.setdefault(field.json_name, {})
-                current = field.message_type
-    return data
+                    raise ValidationFailed.one(name, f"{part} has no fields to set")
+                target = getattr(target, field.name)
+                continue
+            if field.message_type is not None:
+                raise ValidationFailed.one(name, "names a message, not a field of one")
+            converted = _parameter(field, name, value)
+            if field.is_repeated:
+                if name not in seen:
+                    del getattr(target, field.name)[:]
+                getattr(target, field.name).append(converted)
+            elif name not in seen:
+                setattr(target, field.name, converted)
+            seen.add(name)
 
 
 def request_message(
@@ -156,16 +153,14 @@ def request_message(
     if rule.body:
         data = parse_json_body(body)
         target = message if rule.body == "*" else getattr(message, rule.body)
-        _parse_into(data, target)
-        query = [(k, v) for k, v in query if rule.body != "*"]
-    query_pairs = list(query)
-    if query_pairs:
-        _parse_into(fields_data(message.DESCRIPTOR, query_pairs, "query parameter"), message)
-    if path:
-        _parse_into(fields_data(message.DESCRIPTOR, path.items(), "path parameter"), message)
+        read_message(target, data)
+    if rule.body != "*":
+        set_parameters(message, [(k, v) for k, v in query if k not in path])
+    for name, value in path.items():
+        set_parameters(message, [(name, value)])
     return message
 
 
-def message_json(message: Message) -> dict[str, Any]:
-    """A response message as grpc-gateway writes it (see the module docstring)."""
-    return kubernetes_json(message, json_format.MessageToDict(message))
+def message_json(message: Message) -> Any:
+    """A response message as Armada's gateway writes it (``wire.gojson``)."""
+    return go_json(message)
