@@ -22,8 +22,10 @@ from armada.api.views import (
     EXAMPLES,
     ApiView,
     dry_run,
+    with_warnings,
 )
 from armada.core.labels import parse_selector
+from armada.core.queues import queue_warnings
 from armada.services import dryrun, job_queries, queue_actions
 from armada.services import queues as queue_services
 from armada.services.errors import ValidationFailed
@@ -82,11 +84,16 @@ class QueueListView(ApiView):
             queue = dryrun.queue_create_check(
                 actor=request.user, data=request.data, now=timezone.now()
             )
-            return Response(QueueSerializer(queue).data)
+            return with_warnings(
+                Response(QueueSerializer(queue).data), queue_warnings(request.data)
+            )
         queue = queue_services.queue_create(
             actor=request.user, data=request.data, now=timezone.now()
         )
-        return Response(QueueSerializer(queue).data, status=status.HTTP_201_CREATED)
+        return with_warnings(
+            Response(QueueSerializer(queue).data, status=status.HTTP_201_CREATED),
+            queue_warnings(request.data),
+        )
 
 
 class QueueDetailView(ApiView):
@@ -103,7 +110,7 @@ class QueueDetailView(ApiView):
         queue = queue_services.queue_update(
             actor=request.user, name=name, data=request.data, now=timezone.now()
         )
-        return Response(QueueSerializer(queue).data)
+        return with_warnings(Response(QueueSerializer(queue).data), queue_warnings(request.data))
 
     put = patch
 

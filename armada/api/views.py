@@ -9,6 +9,7 @@ from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse
 from rest_framework.request import Request
+from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from armada.api.bodies import check_body_size, check_path_values, check_storable
@@ -125,6 +126,16 @@ def dry_run(request: Request) -> bool:
     if value not in ("true", "false", "1", "0", "yes", "no"):
         raise ValidationFailed.one("dryRun", "must be true or false")
     return value in ("true", "1", "yes")
+
+
+def with_warnings(response: Response, warnings: list[str]) -> Response:
+    """``response`` with one HTTP ``Warning`` header value (code 299) per warning: what the
+    request asked for that was accepted but had no effect. The body is left as documented."""
+    if warnings:
+        response["Warning"] = ", ".join(
+            '299 - "{}"'.format(w.replace("\\", "\\\\").replace('"', '\\"')) for w in warnings
+        )
+    return response
 
 
 class ApiView(APIView):

@@ -146,6 +146,26 @@ class Auth(Strict):
     # Callers of Armada's wire API (gRPC and the /v1 gateway) who send no credentials are
     # served as Django's AnonymousUser instead of refused (UNAUTHENTICATED / 401).
     anonymous_auth: StrictBool = Field(False, alias="anonymousAuth")
+    # With anonymousAuth, such callers count as members of these groups: they get the
+    # global permissions the groups hold and what queues grant the groups (a development
+    # set-up's "everyone may do everything"). Every process warns at start while it is set.
+    anonymous_groups: list[str] = Field(default_factory=list, alias="anonymousGroups")
+
+    @field_validator("anonymous_groups")
+    @classmethod
+    def _group_names(cls, v: list[str]) -> list[str]:
+        for name in v:
+            if not name.strip() or len(name) > 150:
+                raise ValueError(f"group name {name!r} must be 1 to 150 characters")
+        return v
+
+    @model_validator(mode="after")
+    def _groups_need_anonymous_auth(self) -> Auth:
+        if self.anonymous_groups and not self.anonymous_auth:
+            raise ValueError(
+                "anonymousGroups: needs anonymousAuth: true (without it they do nothing)"
+            )
+        return self
 
     @field_validator("permission_group_mapping")
     @classmethod

@@ -26,6 +26,15 @@ QUEUE_FIELDS = {
     "cordoned",
     "retryPolicies",
 }
+#: Fields Armada still sends but no longer honours: accepted (their shape checked), ignored,
+#: and reported back as warnings (``queue_warnings``) so that the caller learns they did
+#: nothing. Per-queue limits by priority class are another field, and not one of these.
+IGNORED_FIELDS = {
+    "resourceLimits": (
+        "is deprecated and ignored: per-queue resource limits are not applied; fair share "
+        "and priority factors divide the resources"
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -74,10 +83,12 @@ def parse_queue(data: Any, *, partial: bool = False) -> dict[str, Any]:
     if not isinstance(data, Mapping):
         raise ValidationFailed.one("", "a queue is a mapping")
     errors: list[FieldError] = []
-    for key in sorted(set(data) - QUEUE_FIELDS, key=str):
+    for key in sorted(set(data) - QUEUE_FIELDS - set(IGNORED_FIELDS), key=str):
         errors.append(
             FieldError(str(key), f"unknown field; allowed: {', '.join(sorted(QUEUE_FIELDS))}")
         )
+    if "resourceLimits" in data:
+        errors += _resource_fractions(data["resourceLimits"], "resourceLimits")
     out: dict[str, Any] = {}
     if "name" in data or not partial:
         errors += validate_name(data.get("name"))
@@ -163,3 +174,31 @@ def _permissions(value: Any, errors: list[FieldError]) -> list[dict[str, Any]]:
                 }
             )
     return out
+
+
+def _resource_fractions(value: Any, where: str) -> list[FieldError]:
+    """Armada's old ``resourceLimits``: resource name -> a fraction of the cluster (0 to 1)."""
+    if value is None:
+        return []
+    if not isinstance(value, Mapping):
+        return [FieldError(where, "must be a mapping of resource names to fractions (0 to 1)")]
+    errors = []
+    for name, fraction in value.items():
+        if not isinstance(name, str) or not name:
+            errors.append(FieldError(where, "resource names must be non-empty strings"))
+        elif (
+            isinstance(fraction, bool)
+            or not isinstance(fraction, int | float)
+            or not _finite(fraction)
+            or not 0 <= fraction <= 1
+        ):
+            errors.append(FieldError(f"{where}.{name}", "must be a number from 0 to 1"))
+    return errors
+
+
+def queue_warnings(data: Any) -> list[str]:
+    """What a queue body asked for that is accepted but ignored (``IGNORED_FIELDS``), one
+    line per field, naming it; empty when there is nothing to say."""
+    if not isinstance(data, Mapping):
+        return []
+    return [f"{key}: {text}" for key, text in IGNORED_FIELDS.items() if data.get(key)]

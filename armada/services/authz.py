@@ -7,6 +7,11 @@ A user may act on a queue when any of these holds, checked in this order:
 3. they, or one of their groups, own the queue (owners may use every verb);
 4. the queue's own ``permissions`` grant the verb to them or to one of their groups.
 Every view and service that touches a queue's jobs goes through :func:`require_queue_verb`.
+
+A caller with no credentials (``services.anonymous.AnonymousCaller``, admitted by
+``auth.anonymousAuth``) holds only what ``auth.anonymousGroups`` hold: the groups' global
+permissions (2), queues the groups own (3) and grants to the groups (4); never a ``User``
+subject's.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ GLOBAL_FOR_VERB = {
 
 def user_groups(user: Any) -> set[str]:
     if not getattr(user, "is_authenticated", False):
-        return set()
+        return set(getattr(user, "anonymous_groups", ()))
     cached = getattr(user, "_armada_group_names", None)
     if cached is None:
         cached = set(user.groups.values_list("name", flat=True))
@@ -38,11 +43,29 @@ def user_groups(user: Any) -> set[str]:
 
 def has_global(user: Any, codename: str) -> bool:
     if not getattr(user, "is_authenticated", False):
-        return False
+        return codename in _anonymous_codenames(user)
     return bool(user.is_superuser or user.has_perm(f"armada.{codename}"))
 
 
-def _subject_matches(subjects: Iterable[dict], username: str, groups: set[str]) -> bool:
+def _anonymous_codenames(user: Any) -> set[str]:
+    """The global permissions an anonymous caller's groups hold (one query, kept on them)."""
+    groups = getattr(user, "anonymous_groups", ())
+    if not groups:
+        return set()
+    cached = getattr(user, "_armada_codenames", None)
+    if cached is None:
+        from django.contrib.auth.models import Permission
+
+        cached = set(
+            Permission.objects.filter(
+                content_type__app_label="armada", group__name__in=groups
+            ).values_list("codename", flat=True)
+        )
+        user._armada_codenames = cached
+    return cached
+
+
+def _subject_matches(subjects: Iterable[dict], username: str | None, groups: set[str]) -> bool:
     for s in subjects:
         kind, name = s.get("kind"), s.get("name")
         if (kind == "User" and name == username) or (kind == "Group" and name in groups):
@@ -53,11 +76,12 @@ def _subject_matches(subjects: Iterable[dict], username: str, groups: set[str]) 
 def can_on_queue(user: Any, queue: Any, verb: str) -> bool:
     if verb not in VERBS:
         raise ValueError(f"unknown verb {verb!r}")
-    if not getattr(user, "is_authenticated", False):
+    authenticated = getattr(user, "is_authenticated", False)
+    if not authenticated and not getattr(user, "anonymous_groups", ()):
         return False
     if has_global(user, GLOBAL_FOR_VERB[verb]):
         return True
-    username = user.get_username()
+    username = user.get_username() if authenticated else None  # never a User subject
     groups = user_groups(user)
     if username in (queue.owners or []) or groups & set(queue.group_owners or []):
         return True

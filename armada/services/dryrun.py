@@ -12,6 +12,7 @@ from armada.models import Queue, RetryPolicy
 from armada.services.authz import require_global
 from armada.services.errors import Conflict, ValidationFailed
 from armada.services.policies import policy_validate
+from armada.services.queues import default_owners
 
 
 def queue_create_check(*, actor: Any, data: Any, now: datetime) -> Queue:
@@ -19,7 +20,7 @@ def queue_create_check(*, actor: Any, data: Any, now: datetime) -> Queue:
     require_global(actor, "create_queue", "create queues")
     fields = parse_queue(data)
     if not fields.get("owners") and not fields.get("group_owners"):
-        fields["owners"] = [actor.get_username()]
+        fields.update(default_owners(actor))
     names = fields.get("retry_policies", [])
     known = set(RetryPolicy.objects.filter(name__in=names).values_list("name", flat=True))
     missing = [n for n in names if n not in known]

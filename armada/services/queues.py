@@ -2,19 +2,36 @@
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime
 from typing import Any
 
 from django.db import IntegrityError, transaction
 
 from armada.core.errors import FieldError, ValidationFailed
-from armada.core.queues import parse_queue
+from armada.core.queues import parse_queue, queue_warnings
 from armada.core.states import JobState
 from armada.models import Job, Queue, RetryPolicy
 from armada.services.authz import require_global
 from armada.services.errors import AlreadyExists, FailedPrecondition, NotFound
 from armada.services.locking import lock
 from armada.services.queue_actions import QueueSelection, queues_set_cordoned
+
+log = logging.getLogger(__name__)
+
+
+def default_owners(actor: Any) -> dict[str, list[str]]:
+    """The owners of a queue created with none: its creator, or for a caller with no
+    credentials the groups they act in (``auth.anonymousGroups``), so that they can use it."""
+    if getattr(actor, "is_authenticated", False):
+        return {"owners": [actor.get_username()]}
+    return {"group_owners": sorted(getattr(actor, "anonymous_groups", ()))}
+
+
+def _log_warnings(actor: Any, name: Any, data: Any) -> None:
+    """Log what the body asked for that is ignored (``core.queues.IGNORED_FIELDS``)."""
+    for warning in queue_warnings(data):
+        log.warning("queue %r from %s: %s", name, actor.get_username() or "anonymous", warning)
 
 
 def queue_get(*, name: str) -> Queue:
@@ -52,8 +69,9 @@ def queue_create(*, actor: Any, data: Any, now: datetime) -> Queue:
     """Create a queue. With no owners given, the creator becomes its owner."""
     require_global(actor, "create_queue", "create queues")
     fields = parse_queue(data)
+    _log_warnings(actor, fields["name"], data)
     if not fields.get("owners") and not fields.get("group_owners"):
-        fields["owners"] = [actor.get_username()]
+        fields.update(default_owners(actor))
     try:
         with transaction.atomic():
             _check_policies(fields.get("retry_policies", []))
@@ -66,6 +84,7 @@ def queue_update(*, actor: Any, name: str, data: Any, now: datetime) -> Queue:
     """Change the fields given; the name cannot change."""
     require_global(actor, "create_queue", "update queues")
     fields = parse_queue(data, partial=True)
+    _log_warnings(actor, name, data)
     if fields.get("name", name) != name:
         raise ValidationFailed([FieldError("name", "a queue cannot be renamed")])
     fields.pop("name", None)

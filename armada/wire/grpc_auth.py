@@ -6,7 +6,8 @@
   throttle as the REST API (``armada.api.auth.basic_credentials``): a locked-out caller
   gets RESOURCE_EXHAUSTED before any hashing.
 - No ``authorization`` at all: UNAUTHENTICATED, unless ``auth.anonymousAuth`` is on, when
-  the caller is Django's ``AnonymousUser`` (who may do only what anonymous may do).
+  the caller is ``services.anonymous.AnonymousCaller`` (who may do only what
+  ``auth.anonymousGroups`` may do: nothing, unless groups are configured).
   Credentials that are sent must be good even then: a wrong password is never anonymous.
 
 :func:`authenticate` queries the database and may hash a password (about 0.3 s of CPU with
@@ -20,10 +21,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AnonymousUser
 from django.db import connection
 
 from armada.api.auth import basic_credentials, token_credentials
+from armada.services.anonymous import anonymous_caller
 from armada.services.dbfaults import read_again_if_lost
 from armada.wire.errors import Unauthenticated
 
@@ -60,7 +61,7 @@ def authorization(metadata: Iterable[tuple[str, Any]] | None) -> str | None:
 def authenticate(
     metadata: Iterable[tuple[str, Any]] | None, peer: str, *, anonymous: bool = False
 ) -> Any:
-    """The Django user of a call (``AnonymousUser`` when allowed: by ``auth.anonymousAuth``,
+    """The Django user of a call (``AnonymousCaller`` when allowed: by ``auth.anonymousAuth``,
     or by ``anonymous`` for an operation open to everyone). Raises ``Unauthenticated``,
     DRF's ``AuthenticationFailed`` (bad credentials) or ``Throttled`` (locked out), which
     ``wire.errors`` maps to UNAUTHENTICATED and RESOURCE_EXHAUSTED, and the database's
@@ -69,7 +70,7 @@ def authenticate(
     try:
         if header is None or not header.strip():
             if anonymous or settings.ARMADA.auth.anonymous_auth:
-                return AnonymousUser()
+                return anonymous_caller()
             raise Unauthenticated(NO_CREDENTIALS)
         found = read_again_if_lost(lambda: _credentials(header, peer), "a caller's credentials")
         return found[0]

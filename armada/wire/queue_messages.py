@@ -15,9 +15,11 @@ validates it), and the field errors those services raise are renamed to Armada's
 ``labels``                          the labels; ``labelsDeprecated`` (``"key=value"`` entries)
                                     is merged in, the ``labels`` map winning on a clash
 ``retryPolicies``                   policy names in order (only the first is evaluated)
-``resourceLimits``,                 not supported (our scheduler has no per-queue resource
-``resourceLimitsByPriorityClass``   limits): INVALID_ARGUMENT naming the field unless empty
-``Name``
+``resourceLimits``                  deprecated in Armada and ignored here too: accepted (each
+                                    value a fraction from 0 to 1), not stored, and logged as a
+                                    warning (``core.queues.IGNORED_FIELDS``)
+``resourceLimitsByPriorityClass``   not supported (per-queue limits by priority class are not
+``Name``                            applied): INVALID_ARGUMENT naming the field unless empty
 ==================================  ===========================================================
 
 Outgoing, a queue is written with every field above that it has (``labelsDeprecated`` stays
@@ -39,7 +41,6 @@ from armada.models import Queue
 
 DEFAULT_PRIORITY_FACTOR = 1.0
 _UNSUPPORTED = {
-    "resourceLimits": "resource_limits",
     "resourceLimitsByPriorityClassName": "resource_limits_by_priority_class_name",
 }
 _RENAMED = {"owners": "userOwners"}
@@ -62,15 +63,16 @@ def _deprecated_labels(
 def queue_body(message: submit_pb2.Queue) -> dict[str, Any]:
     """The body of our queue services for ``message`` (every field, as Armada's create and
     update both replace the whole queue). Raises ValidationFailed, in Armada's field names,
-    when the message has something we cannot take (resource limits, a malformed
-    ``labelsDeprecated`` entry), listing the body's own problems too."""
+    when the message has something we cannot take (limits by priority class, a malformed
+    ``labelsDeprecated`` entry), listing the body's own problems too. ``resourceLimits`` goes
+    into the body when given, where the queue services check it, ignore it and log it."""
     errors: list[FieldError] = []
     for name, attribute in _UNSUPPORTED.items():
         if len(getattr(message, attribute)):
             errors.append(
                 FieldError(
                     name,
-                    "is not supported: this scheduler has no per-queue resource limits; "
+                    "is not supported: per-queue limits by priority class are not applied; "
                     "leave it empty (fair share and priority factors divide the resources)",
                 )
             )
@@ -92,6 +94,8 @@ def queue_body(message: submit_pb2.Queue) -> dict[str, Any]:
         "cordoned": message.cordoned,
         "retryPolicies": list(message.retry_policies),
     }
+    if message.resource_limits:
+        body["resourceLimits"] = dict(message.resource_limits)
     if errors:
         try:
             parse_queue(body)

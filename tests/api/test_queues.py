@@ -133,3 +133,39 @@ def test_openapi_schema_is_published(api):
     assert response.status_code == 200
     paths = response.json()["paths"]
     assert "/api/v1/queues" in paths and "/api/v1/jobs" in paths
+
+
+@pytest.mark.parametrize("dry", [False, True], ids=["create", "dry-run"])
+def test_deprecated_resource_limits_are_ignored_with_a_warning_header(api, dry):
+    """Armada's queue files carry ``resourceLimits``: accepted, not stored, and the answer
+    says so in an HTTP ``Warning`` header (the body stays the documented queue)."""
+    url = "/api/v1/queues" + ("?dryRun=true" if dry else "")
+    response = api.post(url, {"name": "q", "resourceLimits": {"cpu": 0.2}}, format="json")
+    assert response.status_code == (200 if dry else 201), response.json()
+    assert response["Warning"].startswith('299 - "resourceLimits: is deprecated and ignored')
+    assert "resourceLimits" not in response.json()
+    updated = api.patch("/api/v1/queues/q", {"resourceLimits": {"memory": 1}}, format="json")
+    if dry:
+        assert updated.status_code == 404
+        return
+    assert updated.status_code == 200 and "resourceLimits: is deprecated" in updated["Warning"]
+
+
+def test_a_queue_without_ignored_fields_has_no_warning_header(api):
+    response = api.post("/api/v1/queues", {"name": "q"}, format="json")
+    assert response.status_code == 201 and "Warning" not in response
+
+
+@pytest.mark.parametrize(
+    ("limits", "field"),
+    [
+        ({"cpu": 1.5}, "resourceLimits.cpu"),
+        ({"cpu": "half"}, "resourceLimits.cpu"),
+        ("cpu", "resourceLimits"),
+    ],
+)
+def test_a_bad_resource_limit_is_a_400_naming_it(api, limits, field):
+    response = api.post("/api/v1/queues", {"name": "q", "resourceLimits": limits}, format="json")
+    assert response.status_code == 400
+    assert field in {e["field"] for e in response.json()["errors"]}
+    assert not Queue.objects.exists()

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from armada.core.errors import ValidationFailed
-from armada.core.queues import VERBS, QueueSpec, parse_queue, validate_name
+from armada.core.queues import VERBS, QueueSpec, parse_queue, queue_warnings, validate_name
 
 
 def grant(*subjects: tuple[str, str], verbs: list[str] | None = None) -> dict:
@@ -317,3 +317,34 @@ def test_body_must_be_a_mapping(data):
 def test_queue_spec_defaults():
     spec = QueueSpec(name="q")
     assert (spec.priority_factor, spec.owners, spec.cordoned, spec.labels) == (1.0, [], False, {})
+
+
+IGNORED = [
+    ({"name": "q", "resourceLimits": {"cpu": 0.2, "memory": 1}}, ["resourceLimits"]),
+    ({"name": "q", "resourceLimits": {}}, []),
+    ({"name": "q", "resourceLimits": None}, []),
+    ({"name": "q"}, []),
+]
+
+
+@pytest.mark.parametrize(("data", "warned"), IGNORED)
+def test_ignored_fields_are_accepted_not_returned_and_warned_about(data, warned):
+    assert parse_queue(data) == {"name": "q"}
+    warnings = queue_warnings(data)
+    assert [w.split(":", 1)[0] for w in warnings] == warned
+    assert all("deprecated and ignored" in w for w in warnings)
+
+
+@pytest.mark.parametrize(
+    ("limits", "field"),
+    [
+        ({"cpu": 1.01}, "resourceLimits.cpu"),
+        ({"cpu": -0.5}, "resourceLimits.cpu"),
+        ({"cpu": True}, "resourceLimits.cpu"),
+        ({"cpu": float("nan")}, "resourceLimits.cpu"),
+        ({"": 0.5}, "resourceLimits"),
+        ([0.5], "resourceLimits"),
+    ],
+)
+def test_ignored_resource_limits_must_still_be_well_formed(limits, field):
+    assert field in fields_of({"name": "q", "resourceLimits": limits})

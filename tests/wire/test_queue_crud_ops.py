@@ -150,7 +150,8 @@ BAD_QUEUES = [
         "labelsDeprecated[1]",
     ),
     ("unknown-policy", Q(name="a", retry_policies=["missing"]), "retryPolicies"),
-    ("resource-limits", Q(name="a", resource_limits={"cpu": 0.5}), "resourceLimits"),
+    ("resource-limit-over-one", Q(name="a", resource_limits={"cpu": 1.5}), "resourceLimits.cpu"),
+    ("resource-limit-negative", Q(name="a", resource_limits={"gpu": -0.1}), "resourceLimits.gpu"),
     (
         "resource-limits-by-priority-class",
         Q(
@@ -181,11 +182,36 @@ def test_a_bad_queue_is_invalid_argument_naming_the_field_and_writes_nothing(
 
 
 def test_every_problem_is_named_at_once_with_the_unsupported_ones(admin_user):
+    limits = {
+        "armada-default": submit_pb2.PriorityClassResourceLimits(
+            maximum_resource_fraction={"cpu": 0.5}
+        )
+    }
     with pytest.raises(ValidationFailed) as raised:
         call(
-            "CreateQueue", admin_user, Q(name="a", priority_factor=0.1, resource_limits={"cpu": 1})
+            "CreateQueue",
+            admin_user,
+            Q(name="a", priority_factor=0.1, resource_limits_by_priority_class_name=limits),
         )
-    assert fields_of(raised.value) == {"resourceLimits", "priorityFactor"}
+    assert fields_of(raised.value) == {"resourceLimitsByPriorityClassName", "priorityFactor"}
+
+
+@pytest.mark.parametrize("method", ["CreateQueue", "UpdateQueue"])
+def test_deprecated_resource_limits_are_accepted_ignored_and_logged(admin_user, method, caplog):
+    """Armada's example queues carry ``resourceLimits``, which Armada ignores: so do we, and
+    say so in the log."""
+    if method == "UpdateQueue":
+        call("CreateQueue", admin_user, Q(name="a"))
+    with caplog.at_level("WARNING", logger="armada.services.queues"):
+        call(method, admin_user, Q(name="a", priority_factor=2, resource_limits={"cpu": 0.2}))
+    queue = Queue.objects.get(name="a")
+    assert queue.priority_factor == 2
+    got = call("GetQueue", admin_user, submit_pb2.QueueGetRequest(name="a"))
+    assert not got.resource_limits
+    assert any(
+        "resourceLimits: is deprecated and ignored" in r.getMessage() and "'a'" in r.getMessage()
+        for r in caplog.records
+    )
 
 
 # --- batch create and update ------------------------------------------------------------------

@@ -56,7 +56,7 @@ def test_anonymous_access_when_configured_and_bad_credentials_are_still_refused(
     whoami_server, settings, owner
 ):
     settings.ARMADA = parse_config({"auth": {"anonymousAuth": True}})
-    assert get_queue(whoami_server).name == ""  # AnonymousUser
+    assert get_queue(whoami_server).name == "anonymous"  # Armada's name for them
     error = failure(lambda: get_queue(whoami_server, basic("olive", "wrong")))
     assert error.code() == grpc.StatusCode.UNAUTHENTICATED
 

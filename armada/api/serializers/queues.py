@@ -54,6 +54,12 @@ class QueueInputSerializer(serializers.Serializer):
     labels = serializers.DictField(child=serializers.CharField(allow_blank=True), required=False)
     cordoned = serializers.BooleanField(required=False)
     retryPolicies = serializers.ListField(child=serializers.CharField(), required=False)
+    resourceLimits = serializers.DictField(
+        child=serializers.FloatField(min_value=0, max_value=1),
+        required=False,
+        help_text="deprecated and ignored (accepted for Armada's queue files); the answer "
+        "carries a `Warning` header saying so",
+    )
 
 
 class StateCountsSerializer(serializers.Serializer):
