@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.fake_armada import FakeArmada
-from tests.cli.test_armadactl import run
+from tests.cli.helpers import run
 
 POLICY_YAML = """\
 name: p

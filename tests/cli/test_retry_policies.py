@@ -13,7 +13,7 @@ import yaml
 from armada.cli.output import render_policies_table, timestamp_cell
 from armada.cli.policyfile import check_policy_document
 from tests.cli.fake_armada import FakeArmada
-from tests.cli.test_armadactl import run, write
+from tests.cli.helpers import run, write
 
 POLICY_YAML = """\
 apiVersion: armadaproject.io/v1beta1
