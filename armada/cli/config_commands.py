@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import sys
-from importlib import metadata
 
 from armada.cli.commands import EXIT_OK, out
 from armada.cli.config import config_file_path
@@ -54,6 +52,8 @@ def cmd_current_context(args: argparse.Namespace) -> int:
 
 
 def client_version() -> str:
+    from importlib import metadata
+
     try:
         return metadata.version(DISTRIBUTION)
     except metadata.PackageNotFoundError:
@@ -63,6 +63,8 @@ def client_version() -> str:
 def cmd_version(args: argparse.Namespace) -> int:
     """The client's version, as Armada's armadactl prints its own. The server publishes no
     version, so none is asked for."""
+    import platform
+
     rows = (("Version:", client_version()), ("Python version:", platform.python_version()))
     width = max(len(label) for label, _ in rows)
     for label, value in rows:

@@ -31,13 +31,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 KEYS = ("url", "username", "password", "token")
 CONTEXT_ENV = "ARMADA_CONTEXT"
@@ -140,9 +137,11 @@ class ConfigFile:
             return cls(path)
         except OSError as exc:
             raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
+        from armada.cli import yamltext
+
         try:
-            data: Any = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
+            data: Any = yamltext.safe_load(text)
+        except yamltext.YAMLError as exc:
             raise ConfigError(f"config file {path} is not valid YAML: {exc}") from None
         if data is None:
             return cls(path)
@@ -247,7 +246,11 @@ def write_config(path: Path, values: Mapping[str, Any]) -> None:
     """Replace the config file with ``values``, mode 0600, atomically (through a symlink
     to the file it points at)."""
     target = path.resolve() if path.is_symlink() else path
-    text = yaml.safe_dump(dict(values), sort_keys=False, default_flow_style=False)
+    from armada.cli.yamltext import dump
+
+    text = dump(dict(values))
+    import tempfile
+
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, temporary = tempfile.mkstemp(

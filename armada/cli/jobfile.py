@@ -14,8 +14,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 FILE_KEYS = ("queue", "jobSetId", "jobs")
 
 
@@ -29,53 +27,12 @@ class JobFileError(Exception):
         self.errors = errors or []
 
 
-def _without_timestamps(loader: type) -> type:
-    """``loader`` with no implicit timestamps: ``2024-01-01`` stays a string.
-
-    A job file becomes a JSON body, and JSON has no dates; a date-looking annotation value
-    must reach the server as the text the user wrote.
-    """
-    loader.yaml_implicit_resolvers = {
-        first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-    }
-    return loader
-
-
-@_without_timestamps
-class _PyLoader(yaml.SafeLoader):
-    """YAML's safe loader, written in Python: the one whose error messages we show (they
-    quote the offending line)."""
-
-
-@_without_timestamps
-class _CLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-    """YAML's safe loader on libyaml's parser (several times faster on big job files);
-    the pure-Python one where PyYAML was built without libyaml."""
-
-
 def load_yaml(text: str, *, many: bool = False) -> Any:
-    """The YAML document in ``text`` (a list of every non-empty document when ``many``),
-    dates kept as text.
+    """The YAML document in ``text``, dates kept as text (``armada.cli.yamltext.load_yaml``,
+    imported on first use)."""
+    from armada.cli import yamltext
 
-    Parsed by libyaml (a 5,000-job file in a fraction of the Python parser's time). Where
-    libyaml refuses the text, the Python parser parses it again: the error raised is then the
-    one it gives (a ``yaml.YAMLError`` quoting the offending line), and a text only it accepts
-    (a byte-order mark inside the stream, say) reads as it always did. libyaml accepts a few
-    texts the Python parser refuses (a tab after ``key:``, a ``?`` inside a flow scalar);
-    those now read as YAML 1.1 says.
-    """
-    for loader in (_CLoader, _PyLoader):
-        try:
-            if many:
-                return [d for d in yaml.load_all(text, Loader=loader) if d is not None]
-            return yaml.load(text, Loader=loader)
-        # libyaml takes UTF-8: a lone surrogate (standard input read in the C locale) cannot
-        # be encoded; the Python parser reports it as a character YAML does not allow.
-        except (yaml.YAMLError, UnicodeEncodeError):
-            if loader is _PyLoader:
-                raise
-    raise AssertionError("unreachable")
+    return yamltext.load_yaml(text, many=many)
 
 
 def parse_job_text(text: str, name: str, *, as_json: bool = False) -> Any:
@@ -85,9 +42,11 @@ def parse_job_text(text: str, name: str, *, as_json: bool = False) -> Any:
             return json.loads(text)
         except ValueError as exc:
             raise JobFileError(f"{name} is not valid JSON: {exc}") from None
+    from armada.cli.yamltext import YAMLError
+
     try:
         return load_yaml(text)
-    except yaml.YAMLError as exc:
+    except YAMLError as exc:
         raise JobFileError(f"{name} is not valid YAML: {exc}") from None
 
 

@@ -7,10 +7,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-import yaml
-
-from armada.core.quantity_text import readable_quantity
-
 OUTPUT_FORMATS = ("table", "yaml", "json")
 DOCUMENT_FORMATS = ("yaml", "json")  # for one document: a retry policy, a job with its runs
 
@@ -65,9 +61,9 @@ def render_data(data: Any, fmt: str) -> str:
     if fmt == "json":
         return json.dumps(data, indent=2, ensure_ascii=False)
     if fmt == "yaml":
-        return yaml.safe_dump(
-            data, sort_keys=False, allow_unicode=True, default_flow_style=False
-        ).rstrip("\n")
+        from armada.cli.yamltext import dump
+
+        return dump(data, allow_unicode=True).rstrip("\n")
     raise ValueError(f"unknown output format {fmt!r}")
 
 
@@ -190,6 +186,8 @@ def resources_cell(values: Any) -> str:
     already a quantity string is shown as it is."""
     if not isinstance(values, Mapping):
         return cell(values)
+    from armada.core.quantity_text import readable_quantity
+
     shown = {
         name: readable_quantity(amount, str(name))
         if isinstance(amount, int) and not isinstance(amount, bool)

@@ -19,8 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from armada.cli.jobfile import JobFileError, json_problem, load_yaml
 from armada.cli.policyfile import SERVER_FIELDS as POLICY_SERVER_FIELDS
 from armada.cli.policyfile import check_policy_document
@@ -58,9 +56,11 @@ def _documents(path: str) -> list[Any]:
         except ValueError as exc:
             raise JobFileError(f"{where} is not valid JSON: {exc}") from None
         return data if isinstance(data, list) else [data]
+    from armada.cli.yamltext import YAMLError
+
     try:
         return load_yaml(text, many=True)
-    except yaml.YAMLError as exc:
+    except YAMLError as exc:
         raise JobFileError(f"{where} is not valid YAML: {exc}") from None
 
 

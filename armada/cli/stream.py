@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
-
-import requests
-import urllib3
+from typing import TYPE_CHECKING, Any
 
 from armada.cli.errors import ApiError
+
+if TYPE_CHECKING:
+    import requests
 
 
 class StreamDropped(Exception):
@@ -60,6 +60,9 @@ def read_events(response: requests.Response) -> Iterator[dict[str, Any] | None]:
     (the cursor has not moved past it, so the next connection sends it again) unless
     it is a whole event that only lacks its newline.
     """
+    import requests
+    import urllib3
+
     raw = response.raw
     buffer = b""
     while True:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from armada.cli import jobfile
+from armada.cli import yamltext
 from armada.cli.jobfile import JobFileError, load_yaml, parse_job_text
 from armada.cli.resourcefile import load_resources
 
@@ -24,16 +24,16 @@ TEXTS = [
 
 @pytest.mark.skipif(not yaml.__with_libyaml__, reason="PyYAML built without libyaml")
 def test_libyaml_does_the_parsing_where_installed() -> None:
-    assert issubclass(jobfile._CLoader, yaml.CSafeLoader)
+    assert issubclass(yamltext.CLoader, yaml.CSafeLoader)
 
 
 @pytest.mark.parametrize("text", TEXTS)
 def test_both_parsers_read_the_same_data(text: str) -> None:
-    assert load_yaml(text) == yaml.load(text, Loader=jobfile._PyLoader)
+    assert load_yaml(text) == yaml.load(text, Loader=yamltext.PyLoader)
 
 
 def test_no_parser_turns_dates_into_datetimes() -> None:
-    for loader in (jobfile._CLoader, jobfile._PyLoader):
+    for loader in (yamltext.CLoader, yamltext.PyLoader):
         data = yaml.load("d: 2024-01-01\nt: 2024-01-01T10:00:00Z\n", Loader=loader)
         assert data == {"d": "2024-01-01", "t": "2024-01-01T10:00:00Z"}
 
@@ -52,7 +52,7 @@ def test_no_parser_turns_dates_into_datetimes() -> None:
 )
 def test_errors_are_the_python_parsers_with_the_line_quoted(text: str) -> None:
     with pytest.raises(yaml.YAMLError) as expected:
-        yaml.load(text, Loader=jobfile._PyLoader)
+        yaml.load(text, Loader=yamltext.PyLoader)
     with pytest.raises(JobFileError) as info:
         parse_job_text(text, "jobs.yaml")
     assert info.value.message == f"jobs.yaml is not valid YAML: {expected.value}"
@@ -63,7 +63,7 @@ def test_a_text_only_the_python_parser_accepts_still_reads() -> None:
     # part of the key.
     text = "queue: q\n\ufeffjobSetId: s\n"
     with pytest.raises(yaml.YAMLError):
-        yaml.load(text, Loader=yaml.CSafeLoader if yaml.__with_libyaml__ else jobfile._PyLoader)
+        yaml.load(text, Loader=yaml.CSafeLoader if yaml.__with_libyaml__ else yamltext.PyLoader)
     assert load_yaml(text) == {"queue": "q", "\ufeffjobSetId": "s"}
 
 
@@ -77,7 +77,7 @@ def test_a_big_job_file_reads_like_the_python_parser_reads_it() -> None:
         for i in range(300)
     ]
     text = yaml.safe_dump({"queue": "q", "jobSetId": "s", "jobs": jobs}, sort_keys=False)
-    assert load_yaml(text) == yaml.load(text, Loader=jobfile._PyLoader)
+    assert load_yaml(text) == yaml.load(text, Loader=yamltext.PyLoader)
     assert load_yaml(text)["jobs"] == jobs
 
 
@@ -99,7 +99,7 @@ def test_a_broken_document_among_several_is_reported_with_the_python_parsers_mes
     path = tmp_path / "all.yaml"
     path.write_text(text)
     with pytest.raises(yaml.YAMLError) as expected:
-        list(yaml.load_all(text, Loader=jobfile._PyLoader))
+        list(yaml.load_all(text, Loader=yamltext.PyLoader))
     with pytest.raises(JobFileError) as info:
         load_resources(str(path))
     assert info.value.message == f"{path} is not valid YAML: {expected.value}"
