@@ -212,7 +212,17 @@ def _read_rfc3339(sub: Message, value: Any) -> None:
 
 
 def _zero(field: FieldDescriptor) -> Any:
-    return field.default_value
+    """Go's zero value of one element of ``field`` (what ``null`` reads as)."""
+    kind = field.type
+    if kind == FieldDescriptor.TYPE_STRING:
+        return ""
+    if kind == FieldDescriptor.TYPE_BYTES:
+        return b""
+    if kind == FieldDescriptor.TYPE_BOOL:
+        return False
+    if kind in (FieldDescriptor.TYPE_DOUBLE, FieldDescriptor.TYPE_FLOAT):
+        return 0.0
+    return 0
 
 
 def _scalar(field: FieldDescriptor, value: Any) -> Any:

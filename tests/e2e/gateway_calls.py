@@ -38,10 +38,21 @@ def ok(response: requests.Response) -> Any:
 
 
 def refused(response: requests.Response, status: int, code: int) -> str:
-    """The message of a grpc-gateway error answer with ``status`` and gRPC ``code``."""
+    """The message of a grpc-gateway v1 error answer with ``status`` and gRPC ``code``
+    (``{"error", "code", "message"}``)."""
     assert response.status_code == status, f"{response.status_code}: {response.text}"
     body = response.json()
-    assert body["code"] == code and body["details"] == [], body
+    assert set(body) == {"error", "code", "message"}, body
+    assert body["code"] == code and body["error"] == body["message"], body
+    return body["message"]
+
+
+def guard_refused(response: requests.Response, status: int, code: int) -> str:
+    """The message of a refusal by the body guard (armada/api/bodyguard.py), which answers
+    before the gateway reads the body, in its own ``{"code", "message", "details"}`` body."""
+    assert response.status_code == status, f"{response.status_code}: {response.text}"
+    body = response.json()
+    assert body["code"] == code, body
     return body["message"]
 
 
@@ -87,8 +98,13 @@ def make_queue(flows: Flows, name: str, **fields: Any) -> dict:
 
 
 def states(flows: Flows, *job_ids: str, user: str = ADMIN) -> dict[str, str]:
+    """The jobs' states by name (the gateway writes their numbers, as Armada's does)."""
+    from armada_client.armada import submit_pb2
+
     answer = ok(call(flows, "POST", "/v1/job/status", {"jobIds": list(job_ids)}, user=user))
-    return answer["jobStates"]
+    numbers = answer["jobStates"]
+    assert all(type(n) is int for n in numbers.values()), numbers
+    return {job_id: submit_pb2.JobState.Name(n) for job_id, n in numbers.items()}
 
 
 def wait_for_state(flows: Flows, job_id: str, state: str) -> None:

@@ -3,8 +3,10 @@ process (uvicorn) answering ``/v1/...`` beside the grpc process, a Celery schedu
 and a Celery executor on the fake backend, on PostgreSQL and Redis.
 
 The flows of ``test_armada_client_flows`` as a script that calls Armada's REST API makes
-them, in grpc-gateway's JSON (camelCase fields, enums by name, int64 as strings, a false or
-empty field left out, as Armada's gateway writes them): a queue, jobs, the job set's event
+them, in the JSON Armada's gateway speaks (Go's encoding/json over its structs: json-tag
+field names, enums and 64-bit integers as numbers, retry actions as "Fail"/"Retry", a false
+or empty field left out, the queue listing's oneof under "Event", timestamps as
+``{"seconds", "nanos"}``): a queue, jobs, the job set's event
 stream (``POST /v1/job-set/{queue}/{id}``, one ``{"result": ...}`` per line) followed to
 success and to a failure a retry policy retries (``retryable``, ``failureCategory``,
 ``failureSubcategory`` in the JSON), cancel by id and by state, reprioritize, preempt,
@@ -25,6 +27,7 @@ from tests.e2e.gateway_calls import (
     call,
     container,
     follow,
+    guard_refused,
     item,
     job_set_events,
     kind,
@@ -87,8 +90,8 @@ def test_a_queue_jobs_streamed_to_success_and_the_job_queries(gateway):
     assert ok(call(gateway, "PUT", "/v1/queue/web-flows", updated)) == {}
     assert ok(call(gateway, "GET", "/v1/queue/web-flows"))["labels"] == {"team": "ml"}
     listing = lines(call(gateway, "GET", "/v1/batched/queues"))
-    assert listing[-1] == {"result": {"end": {}}}
-    assert "web-flows" in [line["result"]["queue"]["name"] for line in listing[:-1]]
+    assert listing[-1] == {"result": {"Event": {"end": {}}}}
+    assert "web-flows" in [line["result"]["Event"]["queue"]["name"] for line in listing[:-1]]
 
     first, second = submit(gateway, "web-flows", "ok", [item(), item(duration="2s")])
     events = follow(gateway, "web-flows", "ok", seen((first, "succeeded"), (second, "succeeded")))
@@ -110,7 +113,8 @@ def test_a_queue_jobs_streamed_to_success_and_the_job_queries(gateway):
     assert job["annotations"][FAKE + "duration"] == "1s"
     assert succeeded["clusterId"] == "e2e" and succeeded["nodeName"].startswith("worker")
     assert succeeded["podName"] == f"armada-{first}-0"
-    assert succeeded["created"].endswith("Z")
+    assert set(succeeded["created"]) <= {"seconds", "nanos"}
+    assert succeeded["created"]["seconds"] > 1_500_000_000
     ids = [e["id"] for e in events]
     assert all(isinstance(i, str) for i in ids) and [int(i) for i in ids] == sorted(map(int, ids))
 
@@ -129,11 +133,11 @@ def test_a_queue_jobs_streamed_to_success_and_the_job_queries(gateway):
     details = ok(call(gateway, "POST", "/v1/job/details", body))["jobDetails"]
     assert list(details) == [first]
     detail = details[first]
-    assert (detail["queue"], detail["jobset"], detail["state"]) == ("web-flows", "ok", "SUCCEEDED")
+    assert (detail["queue"], detail["jobset"], detail["state"]) == ("web-flows", "ok", 3)
     (run,) = detail["jobRuns"]
     assert run["runId"] == detail["latestRunId"]
     assert (run["state"], run["cluster"], run["node"]) == (
-        "RUN_STATE_SUCCEEDED",
+        4,  # RUN_STATE_SUCCEEDED
         "e2e",
         succeeded["nodeName"],
     )
@@ -167,11 +171,11 @@ def gpu_policy(retry_limit: int) -> dict:
     return {
         "name": POLICY_NAME,
         "retryLimit": retry_limit,
-        "defaultAction": "RETRY_ACTION_FAIL",
+        "defaultAction": "Fail",
         "rules": [
-            {"action": "RETRY_ACTION_FAIL", "onCategory": "user-error"},
+            {"action": "Fail", "onCategory": "user-error"},
             {
-                "action": "RETRY_ACTION_RETRY",
+                "action": "Retry",
                 "onCategory": "gpu",
                 "onSubcategory": "transient",
                 "mutate": {"affinity": {"avoidSameNode": True}},
@@ -182,7 +186,8 @@ def gpu_policy(retry_limit: int) -> dict:
 
 def test_retry_policy_crud_and_a_retried_failure_on_the_stream(gateway):
     path = f"/v1/retry-policy/{POLICY_NAME}"
-    assert ok(call(gateway, "POST", "/v1/retry-policy", gpu_policy(3))) == {}
+    by_proto_name = {**gpu_policy(3), "defaultAction": "RETRY_ACTION_FAIL"}
+    assert ok(call(gateway, "POST", "/v1/retry-policy", by_proto_name)) == {}
     assert ok(call(gateway, "GET", path)) == gpu_policy(3)
     taken = call(gateway, "POST", "/v1/retry-policy", gpu_policy(1))
     assert POLICY_NAME in refused(taken, 409, ALREADY_EXISTS)
@@ -340,7 +345,7 @@ def test_forbidden_names_the_permission_and_no_credentials_is_401(gateway):
     refused(empty, 404, NOT_FOUND)
     wait_for_state(gateway, job_id, "RUNNING")
     nobody = call(gateway, "POST", "/v1/job/submit", submit_body, user=None)
-    refused(nobody, 401, UNAUTHENTICATED)
+    guard_refused(nobody, 401, UNAUTHENTICATED)
     assert ok(call(gateway, "POST", "/v1/jobset/cancel", job_set)) == {}
     follow(gateway, "web-guarded", "mine", seen((job_id, "cancelled")), user=MEMBER)
 

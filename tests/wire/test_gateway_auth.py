@@ -59,7 +59,8 @@ def test_tokens_and_basic_credentials_are_their_users(whoami, owner, outsider):
         assert body(response)["userOwners"] == [user]
     response = anonymous.get("/v1/queue/x", HTTP_AUTHORIZATION=basic("olive", "nope")[1])
     assert response.status_code == 401
-    assert body(response) == {"code": 16, "message": "invalid username or password", "details": []}
+    wrong = "invalid username or password"
+    assert body(response) == {"error": wrong, "code": 16, "message": wrong}
 
 
 def test_failed_logins_are_throttled_429(whoami, owner, settings):

@@ -1,6 +1,6 @@
 """Armada's REST gateway under ``/v1/`` (``armada.wire.gateway``) through Django's test
 client: paths from the methods' HTTP rules, requests built from bodies, queries and paths,
-and grpc-gateway's JSON and errors.
+and Armada's JSON (Go's encoding/json over its structs) and grpc-gateway v1's errors.
 
 Most tests swap a test-only operation into the registry for one method (the ``swap`` fixture
 of tests/wire/conftest.py), so that what the gateway hands the operation (and what it does
@@ -93,11 +93,8 @@ def test_a_wrong_verb_is_405_and_an_unregistered_method_501(client, monkeypatch)
     monkeypatch.delitem(OPERATIONS, "api.Submit/GetQueue", raising=False)
     response = client.get("/v1/queue/anything")
     assert response.status_code == 501
-    assert body(response) == {
-        "code": 12,
-        "message": "api.Submit/GetQueue is not served by this server yet",
-        "details": [],
-    }
+    unserved = "api.Submit/GetQueue is not served by this server yet"
+    assert body(response) == {"error": unserved, "code": 12, "message": unserved}
 
 
 # --- requests ----------------------------------------------------------------------------
@@ -107,7 +104,7 @@ def test_the_body_becomes_the_request_and_the_path_sets_its_fields_last(client, 
     seen = swap("api.Submit/UpdateQueue", lambda c, r: empty_pb2.Empty())
     response = client.put(
         "/v1/queue/from-path",
-        json.dumps({"name": "from-body", "priority_factor": "2.5", "userOwners": ["a", "b"]}),
+        json.dumps({"name": "from-body", "priority_factor": 2.5, "USEROWNERS": ["a", "b"]}),
         content_type=JSON,
     )
     assert response.status_code == 200, response.content
@@ -120,25 +117,96 @@ def test_the_body_becomes_the_request_and_the_path_sets_its_fields_last(client, 
     assert call_.now.tzinfo is not None
 
 
-def test_enums_by_name_and_numbers_as_strings_are_taken_and_answered_like_grpc_gateway(
-    client, swap
-):
+def test_retry_actions_are_read_by_short_name_and_written_as_fail_or_retry(client, swap):
     policy = submit_pb2.RetryPolicy(
         name="p", retry_limit=3, default_action=submit_pb2.RETRY_ACTION_FAIL
     )
     seen = swap("api.RetryPolicyService/CreateRetryPolicy", lambda c, r: empty_pb2.Empty())
     swap("api.RetryPolicyService/GetRetryPolicy", lambda c, r: policy)
-    response = post(
-        client,
-        "/v1/retry-policy",
-        {"name": "p", "retryLimit": "3", "defaultAction": "RETRY_ACTION_FAIL", "rules": []},
-    )
-    assert response.status_code == 200, response.content
-    assert seen[0][1] == policy
+    for action in ("Fail", "fail", "FAIL", "RETRY_ACTION_FAIL", 1):
+        response = post(
+            client,
+            "/v1/retry-policy",
+            {"name": "p", "retryLimit": 3, "defaultAction": action, "rules": [], "owner": "x"},
+        )
+        assert response.status_code == 200, (action, response.content)
+        assert seen[-1][1] == policy
     response = client.get("/v1/retry-policy/p")
     assert response.status_code == 200
     assert response["Content-Type"] == JSON
-    assert body(response) == {"name": "p", "retryLimit": 3, "defaultAction": "RETRY_ACTION_FAIL"}
+    assert response.content == b'{"name":"p","retryLimit":3,"defaultAction":"Fail"}'
+
+
+@pytest.mark.parametrize(
+    ("data", "field", "words"),
+    [
+        ({"defaultAction": "Maybe"}, "defaultAction", "'Maybe' is not a RetryAction"),
+        ({"defaultAction": 7}, "defaultAction", "7 is not a number of RetryAction"),
+        ({"defaultAction": "retry_action_fail"}, "defaultAction", "is not a RetryAction"),
+        ({"retryLimit": "3"}, "retryLimit", "must be a whole number, not a string"),
+        ({"retryLimit": 3.5}, "retryLimit", "must be a whole number"),
+        ({"retryLimit": -1}, "retryLimit", "out of range for uint32"),
+        ({"retryLimit": 2**32}, "retryLimit", "out of range for uint32"),
+        (
+            {"rules": [{"mutate": {"resources": {"memory": {"factor": "2"}}}}]},
+            "rules[0].mutate.resources.memory.factor",
+            "must be a number",
+        ),
+        ({"name": True}, "name", "must be a string, not a boolean"),
+        ({"rules": [None]}, "rules[0]", "must not be null"),
+        ({"rules": [{"mutate": []}]}, "rules[0].mutate", "must be a JSON object"),
+    ],
+)
+def test_a_value_go_would_not_read_is_400_naming_the_field(client, swap, data, field, words):
+    seen = swap("api.RetryPolicyService/CreateRetryPolicy", lambda c, r: empty_pb2.Empty())
+    response = post(client, "/v1/retry-policy", {"name": "p", **data})
+    assert response.status_code == 400, response.content
+    answer = body(response)
+    assert answer["code"] == 3 and answer["error"] == answer["message"]
+    assert answer["message"].startswith(f"invalid request: {field}: "), answer
+    assert words in answer["message"]
+    assert seen == []
+
+
+def test_unknown_keys_are_ignored_and_keys_match_in_any_case(client, swap):
+    seen = swap("api.Submit/CancelJobs", lambda c, r: submit_pb2.CancellationResult())
+    response = post(
+        client,
+        "/v1/job/cancel",
+        {"QUEUE": "q", "jobsetid": "s", "job_ids": ["a"], "colour": "red", "nested": {"x": 1}},
+    )
+    assert response.status_code == 200, response.content
+    assert body(response) == {}
+    assert seen[0][1] == submit_pb2.JobCancelRequest(queue="q", job_set_id="s", job_ids=["a"])
+
+
+def test_enums_with_a_reader_take_names_and_numbers(client, swap):
+    seen = swap("api.Submit/CancelJobSet", lambda c, r: empty_pb2.Empty())
+    response = post(
+        client,
+        "/v1/jobset/cancel",
+        {"queue": "q", "jobSetId": "s", "filter": {"states": ["QUEUED", 1, "RUNNING", None]}},
+    )
+    assert response.status_code == 200, response.content
+    assert list(seen[0][1].filter.states) == [
+        submit_pb2.QUEUED,
+        submit_pb2.PENDING,
+        submit_pb2.RUNNING,
+        submit_pb2.QUEUED,  # null is the zero value, as Go reads it
+    ]
+    for bad, words in (("queued", "'queued' is not a JobState"), (99, "99 is not a number")):
+        response = post(client, "/v1/jobset/cancel", {"filter": {"states": [bad]}})
+        assert response.status_code == 400
+        assert body(response)["message"].startswith("invalid request: filter.states[0]: ")
+        assert words in body(response)["message"]
+
+
+def test_null_and_an_empty_body_are_an_empty_request(client, swap):
+    seen = swap("api.Submit/CancelJobSet", lambda c, r: empty_pb2.Empty())
+    for raw in ("null", '{"queue": null, "filter": null}'):
+        response = client.post("/v1/jobset/cancel", raw, content_type=JSON)
+        assert response.status_code == 200, response.content
+    assert [request for _, request in seen] == [submit_pb2.JobSetCancelRequest()] * 2
 
 
 def test_kubernetes_types_travel_in_their_own_json(client, swap):
@@ -188,12 +256,21 @@ def test_kubernetes_types_travel_in_their_own_json(client, swap):
     ("data", "field", "words"),
     [
         (
-            {"jobRequestItems": [{"podSpec": {"containers": [{"nme": "x"}]}}]},
-            "jobRequestItems[0].podSpec.containers[0].nme",
-            "unknown field",
+            {"jobRequestItems": [{"podSpec": {"containers": [{"name": 5}]}}]},
+            "jobRequestItems[0].podSpec.containers[0].name",
+            "",
         ),
-        ({"queue": "q", "colour": "red"}, "colour", "unknown field"),
-        ({"jobRequestItems": [{"priority": "high"}]}, "jobRequestItems[0].priority", "float"),
+        ({"jobRequestItems": [{"priority": "high"}]}, "jobRequestItems[0].priority", "number"),
+        (
+            {"jobRequestItems": [{"services": [{"ports": [80, -1]}]}]},
+            "jobRequestItems[0].services[0].ports[1]",
+            "out of range for uint32",
+        ),
+        (
+            {"jobRequestItems": [{"ingress": [{"type": "Route"}]}]},
+            "jobRequestItems[0].ingress[0].type",
+            "not a IngressType",
+        ),
         ({"queue": 5}, "queue", "must be a string"),
         ({"jobRequestItems": {"a": 1}}, "jobRequestItems", "must be a list"),
         ({"queue": "a\u0000b"}, "queue", "NUL"),
@@ -207,7 +284,7 @@ def test_a_bad_body_is_400_naming_the_field_and_the_operation_never_runs(
     response = post(client, "/v1/job/submit", data)
     assert response.status_code == 400, response.content
     answer = body(response)
-    assert answer["code"] == 3 and answer["details"] == []
+    assert answer["code"] == 3 and "details" not in answer
     assert f"invalid request: {field}: " in answer["message"]
     assert words in answer["message"]
     assert seen == []
@@ -239,6 +316,7 @@ def test_an_empty_body_is_an_empty_request(client, swap):
     response = client.post("/v1/jobset/cancel", b"", content_type=JSON)
     assert response.status_code == 200, response.content
     assert seen[0][1] == submit_pb2.JobSetCancelRequest()
+    assert response.content == b"{}"
 
 
 def test_a_body_over_the_limit_is_413(client, swap, settings):
@@ -251,18 +329,18 @@ def test_a_body_over_the_limit_is_413(client, swap, settings):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_query_parameters_set_fields_and_unknown_ones_are_400(client, swap):
+def test_query_parameters_set_fields_and_unknown_ones_are_ignored(client, swap):
     async def queues(call: Call, request: submit_pb2.StreamingQueueGetRequest):
         yield submit_pb2.StreamingQueueMessage(queue=submit_pb2.Queue(name=f"n{request.num}"))
 
     seen = swap("api.Submit/GetQueues", queues)
     swap("api.RetryPolicyService/GetRetryPolicies", lambda c, r: submit_pb2.RetryPolicyList())
     response = client.get("/v1/retry-policies", {"colour": "red"})
-    assert response.status_code == 400
-    assert body(response)["message"] == "invalid request: colour: unknown query parameter"
-    response = client.get("/v1/batched/queues", {"num": "7"})
+    assert response.status_code == 200  # grpc-gateway ignores what names no field
+    assert body(response) == {}
+    response = client.get("/v1/batched/queues", {"num": "7", "colour": "red"})
     assert response.status_code == 200
-    assert streamed(response) == b'{"result":{"queue":{"name":"n7"}}}\n'
+    assert streamed(response) == b'{"result":{"Event":{"queue":{"name":"n7"}}}}\n'
     assert seen[0][1].num == 7
     response = client.get("/v1/batched/queues", {"num": "many"})
     assert response.status_code == 400
@@ -303,7 +381,8 @@ def test_errors_are_grpc_gateways_with_the_status_of_their_code(client, swap, ex
     assert response.status_code == status
     answer = body(response)
     assert answer["code"] == code
-    assert answer["details"] == []
+    assert set(answer) == {"error", "code", "message"}
+    assert answer["error"] == answer["message"]
     if not isinstance(exc, OperationalError):
         assert str(exc) in answer["message"]
 
@@ -312,7 +391,7 @@ def test_a_bug_is_500_logged_and_its_text_is_not_sent(client, swap, caplog):
     swap("api.Submit/GetQueue", raiser(ZeroDivisionError("secret-internal-detail")))
     response = client.get("/v1/queue/x")
     assert response.status_code == 500
-    assert body(response) == {"code": 13, "message": INTERNAL_MESSAGE, "details": []}
+    assert body(response) == {"error": INTERNAL_MESSAGE, "code": 13, "message": INTERNAL_MESSAGE}
     assert any(
         "api.Submit/GetQueue failed" in r.getMessage() and r.exc_info for r in caplog.records
     )

@@ -54,7 +54,14 @@ def test_a_stream_is_one_result_per_line_then_its_error(admin_user, swap):
     assert lines == [
         {"result": {"id": "1", "message": {"queued": {"jobId": "j0", "queue": "q"}}}},
         {"result": {"id": "2", "message": {"queued": {"jobId": "j1", "queue": "q"}}}},
-        {"error": {"code": 5, "message": "job set gone", "details": []}},
+        {
+            "error": {
+                "grpc_code": 5,
+                "http_code": 404,
+                "message": "job set gone",
+                "http_status": "Not Found",
+            }
+        },
     ]
     request = seen[0][1]
     assert (request.queue, request.id, request.from_message_id) == ("q", "s", "7")
@@ -65,7 +72,8 @@ def test_a_stream_that_fails_before_its_first_message_answers_with_the_status(ad
     swap("api.Event/GetJobSetEvents", events(0, PermissionDenied("may not watch queue 'q'")))
     response, content = post_async("/v1/job-set/q/s", {}, **ROOT_AUTH)
     assert response.status_code == 403
-    assert json.loads(content) == {"code": 7, "message": "may not watch queue 'q'", "details": []}
+    denied = "may not watch queue 'q'"
+    assert json.loads(content) == {"error": denied, "code": 7, "message": denied}
     response, content = post_async("/v1/job-set/q/s", {})
     assert response.status_code == 401
     assert json.loads(content)["code"] == 16

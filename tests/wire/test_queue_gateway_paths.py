@@ -17,8 +17,8 @@ pytestmark = pytest.mark.django_db
 
 @pytest.mark.django_db(transaction=True)
 def test_the_queue_and_policy_paths_of_the_gateway(admin_user, owner):
-    """Armada's HTTP paths reach these operations with grpc-gateway's JSON, and the errors
-    come back with their HTTP status."""
+    """Armada's HTTP paths reach these operations in Armada's JSON, and the errors come back
+    with their HTTP status."""
     import base64
     import json
 
@@ -80,12 +80,13 @@ def test_the_queue_and_policy_paths_of_the_gateway(admin_user, owner):
         asyncio.run(sync_to_async(connections.close_all)())
     statuses = [status for status, _ in answers]
     assert statuses == [200, 409, 200, 200, 200, 400, 200, 200, 200, 200, 200, 404], answers
-    # The update replaced the queue: its labels are gone (grpc-gateway leaves out empty fields).
-    assert answers[3][1] == {"name": "gw", "priorityFactor": 3.0, "userOwners": ["olive"]}
+    # The update replaced the queue: its labels are gone (``omitempty`` leaves out empty fields).
+    assert answers[3][1] == {"name": "gw", "priorityFactor": 3, "userOwners": ["olive"]}
+    assert type(answers[3][1]["priorityFactor"]) is int  # Go writes 3, not 3.0
     assert answers[1][1]["code"] == 6  # ALREADY_EXISTS
     listed = answers[4][1]
-    assert [m["result"]["queue"]["name"] for m in listed[:-1]] == ["gw"]
-    assert "end" in listed[-1]["result"]
+    assert [m["result"]["Event"]["queue"]["name"] for m in listed[:-1]] == ["gw"]
+    assert listed[-1] == {"result": {"Event": {"end": {}}}}
     assert answers[5][1]["message"].startswith("invalid request: resourceLimits: is not supported")
     assert answers[7][1]["rules"][0]["mutate"]["resources"]["memory"]["static"] == "1Gi"
     assert [p["name"] for p in answers[8][1]["retryPolicies"]] == ["p"]
