@@ -187,7 +187,13 @@ def _expected_events(names: dict[str, Any]) -> list[Any]:
     {...}}}}`` per line (``EventMessage`` written as its oneof's wrapper alone)."""
 
     def event(kind: str, job_name: str, **more: Any) -> dict[str, Any]:
-        body = {"jobId": names[job_name], "jobSetId": "set", "queue": "rec", "created": TIME, **more}
+        body = {
+            "jobId": names[job_name],
+            "jobSetId": "set",
+            "queue": "rec",
+            "created": TIME,
+            **more,
+        }
         return {"result": {"id": Like(str, r"[0-9]+"), "message": {kind: body}}}
 
     def submitted(job_name: str, client_id: str) -> dict[str, Any]:
