@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.urls import include, path
 
 from armada.web import health, metrics_access
+from armada.wire import http_health, swagger
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -13,5 +14,8 @@ urlpatterns = [
     path("healthz", metrics_access.healthz, name="healthz"),
     # Public too: database, broker and migrations, each bounded (armada.web.health).
     path("readyz", health.readyz, name="readyz"),
+    # Armada's: its health check (204, or 503 with the reason) and the gateway's Swagger 2.0.
+    path("health", http_health.health_check, name="armada-health"),
+    path("swagger.json", swagger.swagger_json, name="armada-swagger"),
     path("", include("lookout.urls")),
 ]
