@@ -7,6 +7,12 @@ values whichever process scheduled. Armada's names, labels and units:
 - ``armada_scheduler_schedule_cycle_times``: a histogram of cycle durations in
   milliseconds (whole milliseconds, as Armada observes them), with Armada's buckets
   ``10 * 1.1**i`` for ``i`` in 0..109;
+- ``armada_scheduler_reconciliation_cycle_times`` (expiring lost leases, deciding failures
+  and syncing the job database), ``armada_scheduler_scheduling_cycle_times`` (the rounds of
+  every pool) and ``armada_scheduler_pool_scheduling_cycle_times{pool}`` (one pool's round):
+  the cycle's phases, in milliseconds, with the same buckets;
+- ``armada_scheduler_schedule_outcome{outcome}``: cycles completed (``success``; a cycle that
+  fails rolls back, its count with it, so ``failure`` is not counted);
 - ``armada_scheduler_scheduled_jobs{pool,queue,priority_class,type}``: jobs leased, where
   ``type`` says how room was made: ``no-preemption``, ``urgency`` (a less urgent job was
   preempted for it) or ``fairshare`` (a queue over its fair share gave room);
@@ -27,38 +33,32 @@ name the job each preemption made room for (``core.snapshot.reason_urgency_preem
 
 from __future__ import annotations
 
-import bisect
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Protocol
 
 from django.db import transaction
-from prometheus_client.utils import floatToGoString
 
 from armada.models import Job
 from armada.services.counters import counters_add
 from armada.services.events import lock_event_log
+from armada.services.metric_buckets import INF, bucket_label, exponential_buckets
+from armada.services.metric_buckets import bucket_of as _bucket_of
 
 CYCLE_TIMES = "armada_scheduler_schedule_cycle_times"
+RECONCILIATION_TIMES = "armada_scheduler_reconciliation_cycle_times"
+SCHEDULING_TIMES = "armada_scheduler_scheduling_cycle_times"
+POOL_TIMES = "armada_scheduler_pool_scheduling_cycle_times"
+OUTCOME = "armada_scheduler_schedule_outcome"
 SCHEDULED = "armada_scheduler_scheduled_jobs"
 PREEMPTED = "armada_scheduler_preempted_jobs"
 JOB_LABELS = ("pool", "queue", "priority_class", "type")
-
-
-def _exponential_buckets(start: float, factor: float, count: int) -> tuple[float, ...]:
-    """Prometheus' ExponentialBuckets, multiplied step by step as the Go client does, so
-    that the bounds (and their ``le`` texts) are the same numbers."""
-    out = []
-    for _ in range(count):
-        out.append(start)
-        start *= factor
-    return tuple(out)
+__all__ = ["INF", "bucket_label", "bucket_of", "cycle_metrics_write"]
 
 
 # Armada's buckets for the cycle-time histogram: ExponentialBuckets(10.0, 1.1, 110).
-CYCLE_BUCKETS = _exponential_buckets(10.0, 1.1, 110)
-INF = "+Inf"
+CYCLE_BUCKETS = exponential_buckets(10.0, 1.1, 110)
 
 NO_PREEMPTION = "no-preemption"
 URGENCY = "urgency"
@@ -67,15 +67,9 @@ UNKNOWN = "unknown"
 _ROOM_FOR = re.compile(r"make room for job (\S+)")
 
 
-def bucket_label(bound: float) -> str:
-    """The ``le`` text of a bucket bound, as Prometheus' clients write it."""
-    return floatToGoString(bound)
-
-
 def bucket_of(milliseconds: float) -> str:
     """The ``le`` of the smallest bucket that holds ``milliseconds``."""
-    i = bisect.bisect_left(CYCLE_BUCKETS, milliseconds)
-    return bucket_label(CYCLE_BUCKETS[i]) if i < len(CYCLE_BUCKETS) else INF
+    return _bucket_of(CYCLE_BUCKETS, milliseconds)
 
 
 def preemption_type(reason: str) -> str:
@@ -117,6 +111,8 @@ def cycle_metrics_write(
     preempted: Mapping[str, str],
     runs: Mapping[str, _Run],
     marked_run_ids: Iterable[str],
+    reconciliation_ms: int = 0,
+    pool_ms: Mapping[str, int] | None = None,
 ) -> None:
     """Count one cycle: its duration; its leases (``(pool, lease)`` as the rounds made them,
     of which ``leased_ids`` were written: a job cancelled meanwhile is not counted); its
@@ -147,5 +143,14 @@ def cycle_metrics_write(
             name=f"{CYCLE_TIMES}_bucket", increments={(("le", bucket_of(duration_ms)),): 1}
         )
         counters_add(name=f"{CYCLE_TIMES}_sum", increments={(): int(duration_ms)})
+        pools = dict(pool_ms or {})
+        for name, ms, labels in (
+            (RECONCILIATION_TIMES, reconciliation_ms, ()),
+            (SCHEDULING_TIMES, sum(pools.values()), ()),
+            *((POOL_TIMES, ms, (("pool", pool),)) for pool, ms in sorted(pools.items())),
+        ):
+            counters_add(name=f"{name}_bucket", increments={(*labels, ("le", bucket_of(ms))): 1})
+            counters_add(name=f"{name}_sum", increments={labels: int(ms)})
+        counters_add(name=OUTCOME, increments={(("outcome", "success"),): 1})
         counters_add(name=SCHEDULED, increments=scheduled)
         counters_add(name=PREEMPTED, increments=stopped)

@@ -14,6 +14,7 @@ from armada.services import latest_run, retry_cost
 from armada.services.bulk import bulk_update_fields
 from armada.services.counters import counters_add, tally
 from armada.services.events import NewEvent, events_append
+from armada.services.job_state_metrics import job_state_changes_count
 
 FAILURE_CATEGORY_COUNTER = "armada_executor_job_failure_category_total"
 RUN_FIELDS = [
@@ -137,6 +138,7 @@ class Changes:
             if labels:
                 counters_add(name=name, increments=tally(*labels))
         retry_cost.record(self)  # what failed runs and retried attempts cost, and the yield
+        job_state_changes_count(self)  # Armada's job state metrics
 
 
 def record_failure(*, run: Run, changes: Changes) -> None:

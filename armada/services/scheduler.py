@@ -54,6 +54,8 @@ from armada.services.decisions import DECISIONS_COUNTER, GANG_SKIPPED_COUNTER, f
 from armada.services.events import NewEvent, events_append
 from armada.services.expiry import runs_expire
 from armada.services.ids import new_id
+from armada.services.job_state_metrics import RESET_NAMES as STATE_COUNTERS
+from armada.services.job_state_metrics import job_state_leases_count
 from armada.services.jobdb import JobDb
 from armada.services.leader import leader_acquire, process_holder
 from armada.services.mutations import avoided_node_names
@@ -187,7 +189,7 @@ def scheduler_cycle(*, now: datetime, clock: Callable[[], float] = time.monotoni
         return CycleReport(ran=False)
     started = time.perf_counter()
     counters_reset_if_due(
-        names=[DECISIONS_COUNTER, GANG_SKIPPED_COUNTER, *RETRY_COST_COUNTERS],
+        names=[DECISIONS_COUNTER, GANG_SKIPPED_COUNTER, *RETRY_COST_COUNTERS, *STATE_COUNTERS],
         now=now,
         interval_seconds=config.metrics.job_state_metrics_reset_interval,
     )
@@ -195,6 +197,8 @@ def scheduler_cycle(*, now: datetime, clock: Callable[[], float] = time.monotoni
     decided = failures_decide(now=now)
     db, bucket = scheduler_state(config)
     db.sync(now=now)
+    reconciled_ms = int((time.perf_counter() - started) * 1000)
+    pool_ms: dict[str, int] = {}
     scheduling = config.scheduling
     classes = scheduling.priority_classes
     lookback = scheduling.max_queue_lookback
@@ -216,6 +220,7 @@ def scheduler_cycle(*, now: datetime, clock: Callable[[], float] = time.monotoni
         nodes, rows = _load_nodes(pool.name, now)
         running, used = _running(db, pool.name, nodes, classes)
         avoid = _avoidance(db, rows)
+        round_started = time.perf_counter()
         result = schedule_round(
             nodes=nodes,
             queues=_queue_states(queues, used, pool.name, now, pool.short_job_penalty_cutoff),
@@ -231,6 +236,7 @@ def scheduler_cycle(*, now: datetime, clock: Callable[[], float] = time.monotoni
             fair_share_preemption=scheduling.fair_share_preemption,
             protected_fraction=scheduling.protected_fraction_of_fair_share,
         )
+        pool_ms[pool.name] = int((time.perf_counter() - round_started) * 1000)
         report.considered = max(report.considered, result.considered)
         report.limit_reached = report.limit_reached or result.limit_reached
         preempted.update(result.preempted)
@@ -263,6 +269,8 @@ def scheduler_cycle(*, now: datetime, clock: Callable[[], float] = time.monotoni
         preempted=preempted,
         runs=db.runs,
         marked_run_ids=marked,
+        reconciliation_ms=reconciled_ms,
+        pool_ms=pool_ms,
     )
     return report
 
@@ -325,6 +333,7 @@ def _write_leases(leases: list[tuple[str, Lease]], now: datetime) -> list[str]:
         leased = [r["job_id"] for r in runs]
         insert_rows(Run, runs)
         events_append(events=events)
+        job_state_leases_count(runs=runs)
     log.info("scheduling cycle leased %d job(s)", len(runs))
     return leased
 

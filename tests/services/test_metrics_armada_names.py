@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 from django.utils import timezone
-from prometheus_client.parser import text_string_to_metric_families
 
 from armada.core.config import parse_config
 from armada.core.snapshot import reason_fair_share_preempted, reason_urgency_preempted
@@ -25,6 +24,7 @@ from armada.services.scheduler import scheduler_cycle
 from armada.services.submit import job_submit
 from tests.conftest import container, job_file
 from tests.executor_api import ApiAgent, api_agent
+from tests.metrics.scrape import scrape, value
 
 FAKE = "fake.armadaproject.io/"
 
@@ -100,22 +100,6 @@ def step(agent: ApiAgent) -> None:
     agent.tick(timezone.now())
 
 
-def scrape(client) -> tuple[dict, dict]:
-    """``/metrics`` as ``{(name, labels): value}`` and ``{family name: type}``."""
-    response = client.get("/metrics")
-    assert response.status_code == 200
-    values, types = {}, {}
-    for family in text_string_to_metric_families(response.content.decode()):
-        types[family.name] = family.type
-        for s in family.samples:
-            values[(s.name, tuple(sorted(s.labels.items())))] = s.value
-    return values, types
-
-
-def value(values: dict, name: str, **labels: str) -> float:
-    return values[(name, tuple(sorted(labels.items())))]
-
-
 @pytest.mark.django_db
 def test_queue_size_has_armadas_labels_and_every_queue(settings, client, queue, owner, admin_user):
     agent = setup(settings, cpu="2")
@@ -154,9 +138,12 @@ def test_cycle_times_and_scheduled_jobs_after_cycles(settings, client, queue, ow
     cumulative = [value(values, f"{name}_bucket", le=le) for le in ("10.0", "11.0")]
     assert cumulative[0] <= cumulative[1] <= 3
     assert value(values, f"{name}_sum") >= 0
+    # A counter, under Armada's exact name (see armada.metrics.families.armada_counter).
+    assert types["armada_scheduler_scheduled_jobs"] == "counter"
     assert (
-        types["armada_scheduler_scheduled_jobs"] == "unknown"
-    )  # served untyped, see armada.metrics
+        "\n# TYPE armada_scheduler_scheduled_jobs counter\n"
+        in client.get("/metrics").content.decode()
+    )
     scheduled = "armada_scheduler_scheduled_jobs"
     common = {"pool": "default", "queue": "demo", "type": "no-preemption"}
     assert value(values, scheduled, priority_class="armada-default", **common) == 2
