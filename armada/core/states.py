@@ -139,3 +139,5 @@ class EventType(StrEnum):
     PREEMPTED = "preempted"
     # The addresses of a running job's ingresses (once a run).
     INGRESS_INFO = "ingress_info"
+    # What a running pod used over its executor's utilisation period (at most one a period).
+    UTILISATION = "utilisation"

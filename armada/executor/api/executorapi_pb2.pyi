@@ -197,7 +197,7 @@ class LeaseStreamMessage(_message.Message):
     def __init__(self, leases: _Optional[_Union[JobRunLeases, _Mapping]] = ..., cancel_runs: _Optional[_Union[RunIds, _Mapping]] = ..., preempt_runs: _Optional[_Union[RunIds, _Mapping]] = ..., stop_runs: _Optional[_Union[RunIds, _Mapping]] = ..., end: _Optional[_Union[EndMarker, _Mapping]] = ...) -> None: ...
 
 class RunEvent(_message.Message):
-    __slots__ = ("run_id", "phase", "at", "exit_code", "exit_codes", "reason", "message", "failure_category", "failure_subcategory", "hint", "log", "pod_kept_until", "ingress_addresses")
+    __slots__ = ("run_id", "phase", "at", "exit_code", "exit_codes", "reason", "message", "failure_category", "failure_subcategory", "hint", "log", "pod_kept_until", "ingress_addresses", "kubernetes_id", "containers", "conditions")
     class ExitCodesEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -225,6 +225,9 @@ class RunEvent(_message.Message):
     LOG_FIELD_NUMBER: _ClassVar[int]
     POD_KEPT_UNTIL_FIELD_NUMBER: _ClassVar[int]
     INGRESS_ADDRESSES_FIELD_NUMBER: _ClassVar[int]
+    KUBERNETES_ID_FIELD_NUMBER: _ClassVar[int]
+    CONTAINERS_FIELD_NUMBER: _ClassVar[int]
+    CONDITIONS_FIELD_NUMBER: _ClassVar[int]
     run_id: str
     phase: RunPhase
     at: _timestamp_pb2.Timestamp
@@ -238,21 +241,77 @@ class RunEvent(_message.Message):
     log: str
     pod_kept_until: _timestamp_pb2.Timestamp
     ingress_addresses: _containers.ScalarMap[int, str]
-    def __init__(self, run_id: _Optional[str] = ..., phase: _Optional[_Union[RunPhase, str]] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., exit_code: _Optional[int] = ..., exit_codes: _Optional[_Mapping[str, int]] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ..., failure_category: _Optional[str] = ..., failure_subcategory: _Optional[str] = ..., hint: _Optional[str] = ..., log: _Optional[str] = ..., pod_kept_until: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., ingress_addresses: _Optional[_Mapping[int, str]] = ...) -> None: ...
+    kubernetes_id: str
+    containers: _containers.RepeatedCompositeFieldContainer[ContainerEnd]
+    conditions: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, run_id: _Optional[str] = ..., phase: _Optional[_Union[RunPhase, str]] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., exit_code: _Optional[int] = ..., exit_codes: _Optional[_Mapping[str, int]] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ..., failure_category: _Optional[str] = ..., failure_subcategory: _Optional[str] = ..., hint: _Optional[str] = ..., log: _Optional[str] = ..., pod_kept_until: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., ingress_addresses: _Optional[_Mapping[int, str]] = ..., kubernetes_id: _Optional[str] = ..., containers: _Optional[_Iterable[_Union[ContainerEnd, _Mapping]]] = ..., conditions: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ContainerEnd(_message.Message):
+    __slots__ = ("name", "exit_code", "reason", "message")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    exit_code: int
+    reason: str
+    message: str
+    def __init__(self, name: _Optional[str] = ..., exit_code: _Optional[int] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
+
+class RunUtilisation(_message.Message):
+    __slots__ = ("run_id", "at", "kubernetes_id", "max_resources_for_period", "avg_resources_for_period", "total_cumulative_usage")
+    class MaxResourcesForPeriodEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class AvgResourcesForPeriodEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class TotalCumulativeUsageEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    AT_FIELD_NUMBER: _ClassVar[int]
+    KUBERNETES_ID_FIELD_NUMBER: _ClassVar[int]
+    MAX_RESOURCES_FOR_PERIOD_FIELD_NUMBER: _ClassVar[int]
+    AVG_RESOURCES_FOR_PERIOD_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_CUMULATIVE_USAGE_FIELD_NUMBER: _ClassVar[int]
+    run_id: str
+    at: _timestamp_pb2.Timestamp
+    kubernetes_id: str
+    max_resources_for_period: _containers.ScalarMap[str, str]
+    avg_resources_for_period: _containers.ScalarMap[str, str]
+    total_cumulative_usage: _containers.ScalarMap[str, str]
+    def __init__(self, run_id: _Optional[str] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., kubernetes_id: _Optional[str] = ..., max_resources_for_period: _Optional[_Mapping[str, str]] = ..., avg_resources_for_period: _Optional[_Mapping[str, str]] = ..., total_cumulative_usage: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class ReportRequest(_message.Message):
-    __slots__ = ("executor_id", "session", "events", "kept_pods_deleted", "kept_pods_expired")
+    __slots__ = ("executor_id", "session", "events", "kept_pods_deleted", "kept_pods_expired", "utilisation", "utilisation_period_seconds")
     EXECUTOR_ID_FIELD_NUMBER: _ClassVar[int]
     SESSION_FIELD_NUMBER: _ClassVar[int]
     EVENTS_FIELD_NUMBER: _ClassVar[int]
     KEPT_PODS_DELETED_FIELD_NUMBER: _ClassVar[int]
     KEPT_PODS_EXPIRED_FIELD_NUMBER: _ClassVar[int]
+    UTILISATION_FIELD_NUMBER: _ClassVar[int]
+    UTILISATION_PERIOD_SECONDS_FIELD_NUMBER: _ClassVar[int]
     executor_id: str
     session: str
     events: _containers.RepeatedCompositeFieldContainer[RunEvent]
     kept_pods_deleted: _containers.RepeatedScalarFieldContainer[str]
     kept_pods_expired: int
-    def __init__(self, executor_id: _Optional[str] = ..., session: _Optional[str] = ..., events: _Optional[_Iterable[_Union[RunEvent, _Mapping]]] = ..., kept_pods_deleted: _Optional[_Iterable[str]] = ..., kept_pods_expired: _Optional[int] = ...) -> None: ...
+    utilisation: _containers.RepeatedCompositeFieldContainer[RunUtilisation]
+    utilisation_period_seconds: float
+    def __init__(self, executor_id: _Optional[str] = ..., session: _Optional[str] = ..., events: _Optional[_Iterable[_Union[RunEvent, _Mapping]]] = ..., kept_pods_deleted: _Optional[_Iterable[str]] = ..., kept_pods_expired: _Optional[int] = ..., utilisation: _Optional[_Iterable[_Union[RunUtilisation, _Mapping]]] = ..., utilisation_period_seconds: _Optional[float] = ...) -> None: ...
 
 class EventResult(_message.Message):
     __slots__ = ("run_id", "outcome", "reason")
@@ -265,7 +324,9 @@ class EventResult(_message.Message):
     def __init__(self, run_id: _Optional[str] = ..., outcome: _Optional[_Union[Outcome, str]] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class ReportResponse(_message.Message):
-    __slots__ = ("results",)
+    __slots__ = ("results", "utilisation_results")
     RESULTS_FIELD_NUMBER: _ClassVar[int]
+    UTILISATION_RESULTS_FIELD_NUMBER: _ClassVar[int]
     results: _containers.RepeatedCompositeFieldContainer[EventResult]
-    def __init__(self, results: _Optional[_Iterable[_Union[EventResult, _Mapping]]] = ...) -> None: ...
+    utilisation_results: _containers.RepeatedCompositeFieldContainer[EventResult]
+    def __init__(self, results: _Optional[_Iterable[_Union[EventResult, _Mapping]]] = ..., utilisation_results: _Optional[_Iterable[_Union[EventResult, _Mapping]]] = ...) -> None: ...

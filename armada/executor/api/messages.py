@@ -17,8 +17,8 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from armada.core.config import Executor as ExecutorConfig
 from armada.core.config_kubernetes import HOSTNAME_LABEL
-from armada.core.quantity import format_quantity
-from armada.core.reports import RunReport
+from armada.core.quantity import format_quantity, parse_quantity
+from armada.core.reports import ContainerEnd, RunReport, RunUtilisation
 from armada.core.states import RunState
 from armada.executor.api import executorapi_pb2 as pb
 from armada.executor.backends.base import ClusterNode
@@ -192,6 +192,9 @@ def run_event(report: RunReport) -> pb.RunEvent:
         failure_category=report.failure_category,
         failure_subcategory=report.failure_subcategory,
         hint=report.hint,
+        kubernetes_id=report.kubernetes_id,
+        containers=[_container_end(c) for c in report.containers],
+        conditions=report.conditions,
     )
     if report.exit_code is not None:
         message.exit_code = report.exit_code
@@ -221,4 +224,65 @@ def run_report(message: pb.RunEvent) -> RunReport:
         pod_kept_until=datetime_of(message.pod_kept_until, message.HasField("pod_kept_until")),
         # A map cannot say "none" apart from "empty": no address is no ingress info.
         ingress_addresses=dict(sorted(message.ingress_addresses.items())) or None,
+        kubernetes_id=message.kubernetes_id,
+        containers=tuple(
+            ContainerEnd(
+                c.name,
+                c.exit_code if c.HasField("exit_code") else None,
+                c.reason,
+                c.message,
+            )
+            for c in message.containers
+        ),
+        conditions=tuple(message.conditions),
+    )
+
+
+def _container_end(container: ContainerEnd) -> pb.ContainerEnd:
+    out = pb.ContainerEnd(name=container.name, reason=container.reason, message=container.message)
+    if container.exit_code is not None:
+        out.exit_code = container.exit_code
+    return out
+
+
+# --- utilisation ---------------------------------------------------------------------------
+
+
+def _texts(values: dict[str, int]) -> dict[str, str]:
+    return {name: format_quantity(value, name) for name, value in sorted(values.items())}
+
+
+def run_utilisation_message(usage: RunUtilisation) -> pb.RunUtilisation:
+    return pb.RunUtilisation(
+        run_id=usage.run_id,
+        at=timestamp(usage.at),
+        kubernetes_id=usage.kubernetes_id,
+        max_resources_for_period=_texts(usage.max_usage),
+        avg_resources_for_period=_texts(usage.avg_usage),
+        total_cumulative_usage=_texts(usage.cumulative),
+    )
+
+
+def run_utilisation(message: pb.RunUtilisation) -> RunUtilisation:
+    """The utilisation the server received; raises ValueError naming the bad quantity."""
+    maps = {}
+    for field_name in (
+        "max_resources_for_period",
+        "avg_resources_for_period",
+        "total_cumulative_usage",
+    ):
+        values = {}
+        for name, text in sorted(getattr(message, field_name).items()):
+            try:
+                values[name] = parse_quantity(text)
+            except ValueError as exc:
+                raise ValueError(f"{field_name}.{name}: {exc}") from None
+        maps[field_name] = values
+    return RunUtilisation(
+        run_id=message.run_id,
+        at=datetime_of(message.at),
+        kubernetes_id=message.kubernetes_id,
+        max_usage=maps["max_resources_for_period"],
+        avg_usage=maps["avg_resources_for_period"],
+        cumulative=maps["total_cumulative_usage"],
     )
