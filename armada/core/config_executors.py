@@ -132,6 +132,9 @@ class Executor(Strict):
     # How long a failed pod of a Retain category is kept after it ended; then the executor
     # deletes it (and counts it in armada_executor_kept_pods_deleted_total).
     kept_pod_retention: Duration = Field(86400.0, alias="keptPodRetention", gt=0)
+    # How often a running pod's utilisation (what it used over the period) is reported and
+    # published as a ``utilisation`` event: at most one event per run per period.
+    utilisation_period: Duration = Field(30.0, alias="utilisationPeriod", ge=1)
     # The local backend's pods (processes, logs, results); empty means var/executors/<id>.
     state_dir: str = Field("", alias="stateDir")
     tracked_node_labels: list[str] = Field(default_factory=list, alias="trackedNodeLabels")

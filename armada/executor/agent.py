@@ -38,6 +38,8 @@ holds no database credentials. A tick, in order:
    report (applied, already known, or refused with a reason); a succeeded pod is deleted
    only then, so that a crash before the acknowledgement leaves the pod to be found and
    reported again. Unacknowledged reports stay queued across ticks while the server is away;
+   The same batch carries the running pods' utilisation, one per run per
+   ``utilisationPeriod`` (``executor.utilisation``);
 7. stop the pods of runs no longer held that still run. (The kept pods whose retention has
    passed, ``executor.kept_pods``, are deleted just before step 6, which reports them.)
 
@@ -76,10 +78,12 @@ from armada.executor.api.messages import (
     cluster_nodes_info,
     config_nodes,
     run_event,
+    run_utilisation_message,
 )
 from armada.executor.backends.base import Backend, BackendUnavailable, PodStatus
 from armada.executor.held import TERMINAL_REPORTS, HeldRun, Pending
 from armada.executor.pod_steps import Deleting, PodSteps
+from armada.executor.utilisation import UtilisationTracker
 
 log = logging.getLogger(__name__)
 
@@ -130,6 +134,7 @@ class ExecutorAgent(PodSteps):
         self._freed: list[str] = []  # kept pods deleted to free their names, not yet sent
         self._expired: list[str] = []  # kept pods deleted past their retention, not yet sent
         self._complained: dict[str, float] = {}
+        self.utilisation = UtilisationTracker(backend, config.utilisation_period)
 
     # --- the tick ------------------------------------------------------------------------
 
@@ -185,6 +190,7 @@ class ExecutorAgent(PodSteps):
         result.returned = sum(1 for r in reports if r.state == RunState.LEASE_RETURNED)
         self._queue(reports)
         self._delete_expired_kept(pods, now)
+        self.utilisation.observe(pods, self.runs, now)
         result.reported = self._flush(now)
         if self.fenced:
             result.fenced = True
@@ -317,7 +323,8 @@ class ExecutorAgent(PodSteps):
     def _flush(self, now: datetime) -> int:
         """Send the queued reports in batches; returns how many the server applied."""
         applied = 0
-        while self.session and (self.outbox or self._freed or self._expired):
+        usage = self.utilisation.take()
+        while self.session and (self.outbox or self._freed or self._expired or usage):
             batch, size = [], 0
             for pending in self.outbox[:REPORT_BATCH]:
                 size += len(pending.report.log or "") + 512
@@ -330,11 +337,15 @@ class ExecutorAgent(PodSteps):
                 events=[run_event(p.report) for p in batch],
                 kept_pods_deleted=sorted({*self._freed, *self._expired}),
                 kept_pods_expired=len(self._expired),
+                utilisation=[run_utilisation_message(u) for u in usage],
+                utilisation_period_seconds=self.utilisation.period if usage else 0.0,
             )
             results = self._call("a report", lambda request=request: self.api.report(request))
             if results is None:
                 return applied
             self._freed, self._expired = [], []
+            self.utilisation.sent(usage)
+            usage = []
             del self.outbox[: len(batch)]
             for pending, outcome in zip(batch, results, strict=True):
                 applied += outcome.outcome == pb.APPLIED

@@ -39,6 +39,7 @@ from armada.executor.run_reports import (
     internal_failure,
     progress_reports,
     signals_of,
+    success_report,
 )
 
 if TYPE_CHECKING:
@@ -196,16 +197,7 @@ class PodSteps:
             return out
         log_text = self.backend.read_log(status.name, LOG_TAIL_BYTES)
         if status.succeeded:
-            out.append(
-                RunReport(
-                    run.id,
-                    RunState.SUCCEEDED,
-                    status.finished_at,
-                    exit_code=0,
-                    exit_codes=status.exit_codes,
-                    log=log_text,
-                )
-            )
+            out.append(success_report(run.id, status, status.finished_at, log_text))
             return out  # the pod is deleted once the server has the report
         category = self.categorizer.categorize(signals_of(status))
         if category.delete_pod:
@@ -237,6 +229,7 @@ class PodSteps:
             now,
             reason=status.reason or "PodStuck",
             message=status.return_lease,
+            kubernetes_id=status.uid,
         )
         self._deleting[run.id] = Deleting(status, Categorization(), now, "", returned)
 

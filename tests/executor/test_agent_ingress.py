@@ -56,7 +56,10 @@ def test_a_job_with_ingress_on_the_fake_backend_yields_one_ingress_info_event(
         "podName": pod,
         "podNamespace": "default",
         "ingressAddresses": expected,
+        "kubernetesId": run.kubernetes_id,
+        "podNumber": 0,
     }
+    assert len(run.kubernetes_id) == 36  # the fake pod's UID
     assert run.ingress_addresses == expected
     line = format_event(event_as_dict(event))
     assert (

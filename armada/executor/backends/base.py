@@ -17,7 +17,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from armada.core.utilisation import UsageSample
 
 
 class PodExists(Exception):
@@ -120,6 +123,9 @@ class PodStatus:
     return_lease: str = ""
     #: The job's ingress addresses by container port, once the cluster has them.
     ingress_addresses: dict[int, str] = field(default_factory=dict, compare=False)
+    #: The pod's Kubernetes UID (``metadata.uid``); the fake and local backends make one
+    #: when they create the pod and keep it for the pod's life.
+    uid: str = ""
 
     @property
     def exit_code(self) -> int | None:
@@ -165,6 +171,15 @@ class Backend(Protocol):
     def read_log(self, name: str, limit_bytes: int = 1_000_000) -> str:
         """The pod's log (stdout and stderr), at most the last ``limit_bytes``; empty when
         the pod is unknown."""
+
+
+class UsageReader(Protocol):
+    """A backend that can read what its running pods use (for the ``utilisation`` events);
+    one without ``usage`` reports none."""
+
+    def usage(self, pods: list[PodStatus], now: datetime) -> dict[str, UsageSample]:
+        """A reading for each of the running ``pods`` it can read, by pod name (a pod it
+        cannot read now is left out)."""
 
 
 class ClusterBackend(Backend, Protocol):

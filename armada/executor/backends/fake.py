@@ -9,15 +9,24 @@ A job's ``services`` are accepted and simulated by nothing. Its ``ingress`` item
 addresses once the pod runs: ``<pod name>.<namespace>.ingress.fake.invalid:<port>`` for
 each of their ports. The ``.invalid`` domain never resolves: the addresses are for
 following the flow (the ``ingress_info`` event), not for connecting.
+
+Each pod gets a random UID when it is created (Kubernetes' ``metadata.uid``), kept for its
+life. Its usage (``usage``, for the ``utilisation`` events) is simulated: a running pod uses
+what its containers request (a limit stands for a missing request), and its cumulative cpu
+grows with that rate from the moment it started running.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, replace
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from typing import Any
 
 from armada.core.fakepod import FakeOutcome, parse_fake_outcome
+from armada.core.quantity import CPU, Resources
+from armada.core.utilisation import UsageSample
 from armada.executor.backends.base import (
     ContainerResult,
     PodExists,
@@ -39,12 +48,27 @@ def fake_ingress_addresses(pod: PodRequest) -> dict[int, str]:
     }
 
 
+def simulated_usage(pod_spec: Mapping[str, Any]) -> Resources:
+    """What a fake pod uses while it runs: the sum of its containers' requests (a limit
+    stands for a missing request); nothing for a spec that cannot be read."""
+    total = Resources()
+    try:
+        for container in pod_spec.get("containers") or []:
+            resources = container.get("resources") or {}
+            asked = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
+            total = total + Resources.parse(asked)
+    except (ValueError, TypeError, AttributeError):
+        return Resources()
+    return total
+
+
 @dataclass
 class _FakePod:
     request: PodRequest
     created_at: datetime
     outcome: FakeOutcome
     delete_at: datetime | None = None
+    uid: str = field(default_factory=lambda: str(uuid.uuid4()))
 
 
 def _status(pod: _FakePod, now: datetime) -> PodStatus:
@@ -57,6 +81,7 @@ def _status(pod: _FakePod, now: datetime) -> PodStatus:
         "run_id": pod.request.run_id,
         "pending_at": pod.created_at,
         "deleting": pod.delete_at is not None,
+        "uid": pod.uid,
     }
     if o.pod_error:
         if now < running_at:
@@ -143,6 +168,21 @@ class FakeBackend:
             if pod.request.ingress and status.running_at is not None:
                 status = replace(status, ingress_addresses=fake_ingress_addresses(pod.request))
             out.append(status)
+        return out
+
+    def usage(self, pods: list[PodStatus], now: datetime) -> dict[str, UsageSample]:
+        """The simulated usage of the running ``pods`` (see the module docstring)."""
+        out = {}
+        for status in pods:
+            pod = self._pods.get(status.name)
+            if pod is None or status.running_at is None or status.finished_at is not None:
+                continue
+            using = simulated_usage(pod.request.pod_spec)
+            if not using:
+                continue
+            seconds = max(0.0, (now - status.running_at).total_seconds())
+            cumulative = {CPU: round(using[CPU] * seconds)} if using[CPU] else {}
+            out[status.name] = UsageSample(now, dict(using), cumulative)
         return out
 
     def read_log(self, name: str, limit_bytes: int = 1_000_000) -> str:

@@ -73,6 +73,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from armada.core.utilisation import UsageSample
 from armada.executor.backends import local_shim as shim
 from armada.executor.backends.base import (
     PodCreationFailed,
@@ -98,6 +99,7 @@ from armada.executor.backends.local_spec import (
     _strings,
 )
 from armada.executor.backends.local_status import _status
+from armada.executor.backends.local_usage import pod_usage
 
 log = logging.getLogger(__name__)
 
@@ -225,6 +227,7 @@ class LocalBackend:
                     "pod_spec": pod.pod_spec,
                     "executor_id": self.executor_id,
                     "created_at": time.time(),
+                    "uid": str(uuid.uuid4()),
                     "memory_limit": memory_limit,
                     "cgroups": cgroups,
                     "plan": plan,
@@ -437,6 +440,18 @@ class LocalBackend:
             status = self._pod_status(Path(entry.path))
             if status is not None:
                 out.append(status)
+        return out
+
+    def usage(self, pods: list[PodStatus], now: datetime) -> dict[str, UsageSample]:
+        """Readings of the running ``pods`` from their cgroups (``local_usage``)."""
+        out = {}
+        for status in pods:
+            if status.running_at is None or status.finished_at is not None:
+                continue
+            doc = shim.read_json(self._pods / status.name / shim.POD_FILE)
+            sample = pod_usage(doc.get("cgroups"), now) if isinstance(doc, dict) else None
+            if sample is not None:
+                out[status.name] = sample
         return out
 
     def _reap(self) -> None:

@@ -36,6 +36,7 @@ def _status(
             for r in records
         ),
         "deleting": deleting,
+        "uid": str(doc.get("uid") or ""),
     }
     if st.get("running_at") is not None and doc.get("ingress_ports"):
         host = doc.get("host") or "localhost"

@@ -40,6 +40,7 @@ from pydantic import ValidationError
 from armada.core.config import Executor as ExecutorConfig
 from armada.core.podchecks import PodCheckRunner, parse_time
 from armada.core.quantity import Resources
+from armada.core.utilisation import UsageSample
 from armada.executor.backends.base import (
     BackendUnavailable,
     ClusterNode,
@@ -59,6 +60,7 @@ from armada.executor.backends.kubernetes.manifests import (
 )
 from armada.executor.backends.kubernetes.nodes import cluster_nodes, node_id, pod_usage
 from armada.executor.backends.kubernetes.status import pod_status
+from armada.executor.backends.kubernetes.usage import MetricsReader
 
 log = logging.getLogger(__name__)
 
@@ -113,6 +115,7 @@ class KubernetesBackend:
             self.services,
             self.ingresses,
         ]
+        self.metrics = MetricsReader(self.api, config.id, self._timeout)
         self._asked_delete: dict[str, float] = {}
         # Each pod's status as last read, with the pod's resourceVersion then: a pod that has
         # not changed is not read again (10,000 running pods cost a dict lookup each).
@@ -206,6 +209,15 @@ class KubernetesBackend:
             self._namespaces[key[1]] = key[0]
         self._statuses[key] = (version, status)
         return status
+
+    def usage(self, pods: list[PodStatus], now: datetime) -> dict[str, UsageSample]:
+        """Readings of the running ``pods`` from the metrics API (``usage``)."""
+        running = [
+            (self._namespaces.get(p.name, ""), p.name)
+            for p in pods
+            if p.running_at is not None and p.finished_at is None
+        ]
+        return self.metrics.read([(ns, name) for ns, name in running if ns], now)
 
     def _ingress_objects(self) -> dict[str, tuple[list[Obj], list[Obj]]]:
         """The Services and Ingresses of the executor's jobs, by run id."""

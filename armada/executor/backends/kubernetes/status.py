@@ -107,6 +107,7 @@ def pod_status(
         "containers": containers,
         "conditions": conditions,
         "deleting": deleting,
+        "uid": str(meta.get("uid") or ""),
     }
     if phase == "Failed" and _refused_by_kubelet(reason, mains, inits):
         # The kubelet's admission refused the pod (the node's room was still held, say by
