@@ -173,6 +173,14 @@ class Run(models.Model):
     # text: {"8080": "host:port"}), as the executor reported them once the pod ran; empty
     # until then, and for a job without ingress (``services.run_ingress``).
     ingress_addresses = models.JSONField(default=dict, blank=True)
+    # The pod's Kubernetes UID, from the executor's first report that names it.
+    kubernetes_id = models.CharField(max_length=64, blank=True)
+    # The containers that ended, each as {"name", "exitCode", "reason", "message"}, and
+    # Armada's cause of a failure (Error, OOM, Evicted, DeadlineExceeded), as reported.
+    containers = models.JSONField(default=list, blank=True)
+    cause = models.CharField(max_length=32, blank=True)
+    # When the run's latest ``utilisation`` event was measured (``services.run_utilisation``).
+    utilisation_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["leased_at", "id"]

@@ -79,6 +79,8 @@ def record_ingress(run: Run, job: Job, report: RunReport, changes: Changes) -> N
         podName=run.pod_name,
         podNamespace=job.namespace,
         ingressAddresses=dict(run.ingress_addresses),
+        kubernetesId=run.kubernetes_id,
+        podNumber=0,
     )
 
 

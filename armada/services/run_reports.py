@@ -25,11 +25,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
 
-from armada.core.reports import RunReport
+from armada.core.reports import RunReport, failure_cause
 from armada.core.states import JOB_STATE_FOR_RUN, EventType, JobState, RunState, run_can_move
 from armada.models import Event, Job, Run, RunLog
 from armada.services import latest_run
@@ -63,11 +64,18 @@ REPORT_JOB_FIELDS = [
 JOB_COLUMNS_NOT_READ = ("pod_spec", "requests", "mutations", "annotations", "services", "ingress")
 # A batch of nothing but pending and running reports changes only these (the job's copy of
 # its latest run, ``latest_*``, says what the lease said until the run ends or is decided).
-PROGRESS_RUN_FIELDS = ("state", "pending_at", "running_at")
+PROGRESS_RUN_FIELDS = ("state", "pending_at", "running_at", "kubernetes_id")
 PROGRESS_JOB_FIELDS = ("state", "last_transition_at")
 PROGRESS = frozenset({RunState.PENDING, RunState.RUNNING})
 # ...and read none of these of a run.
-RUN_COLUMNS_NOT_READ_IN_PROGRESS = ("requests", "decision", "exit_codes", "message", "hint")
+RUN_COLUMNS_NOT_READ_IN_PROGRESS = (
+    "requests",
+    "decision",
+    "exit_codes",
+    "message",
+    "hint",
+    "containers",
+)
 # A batch of progress, successes and failures (no stop, no lease returned) changes only
 # these: a run's outcome, and of its job the state, and the latest run's copy (exit code).
 FINISH = frozenset({*PROGRESS, RunState.SUCCEEDED, RunState.FAILED})
@@ -83,6 +91,8 @@ FINISH_RUN_FIELDS = (
     "exit_codes",
     "pod_kept_until",
     "decided_at",
+    "containers",
+    "cause",
 )
 FINISH_JOB_FIELDS = (*PROGRESS_JOB_FIELDS, *latest_run.FIELDS)
 
@@ -124,7 +134,7 @@ def runs_apply_report_batch(
         if ingress:
             changes.run_fields = (*changes.run_fields, INGRESS_FIELD)
         logs: dict[str, RunReport] = {}
-        requestors = _stop_requestors(runs, reports)
+        stops = _stop_requests(runs, reports)
         for i in in_run_order(reports):
             report = reports[i]
             run = runs.get(report.run_id)
@@ -141,12 +151,14 @@ def runs_apply_report_batch(
                 logs[run.id] = report
             job = run.job
             changes.touch(run, job)
+            if report.kubernetes_id and not run.kubernetes_id:
+                run.kubernetes_id = report.kubernetes_id[:64]
             if report.state == RunState.LEASE_RETURNED:
                 _lease_returned(run, job, report, changes, max_retries)
             elif report.state == RunState.PREEMPTED:
-                _preempted(run, job, report, changes, requestors.get(run.id, ""))
+                _preempted(run, job, report, changes, stops.get(run.id, {}))
             elif report.state == RunState.CANCELLED:
-                _cancelled(run, job, report, changes, requestors.get(run.id, ""))
+                _cancelled(run, job, report, changes, stops.get(run.id, {}).get("requestor", ""))
             elif report.state == RunState.FAILED:
                 _finish(run, report)
                 record_failure(run=run, changes=changes)
@@ -207,9 +219,10 @@ def _outcome(run: Run | None, report: RunReport, executor_id: str) -> ReportOutc
     return ReportOutcome(Outcome.REFUSED, f"a {current} run cannot become {report.state}")
 
 
-def _stop_requestors(runs: dict[str, Run], reports: Sequence[RunReport]) -> dict[str, str]:
-    """Who asked for each stop that these reports complete: the ``requestor`` of the run's
-    ``cancelling`` or ``preempting`` event (empty when the scheduler asked). One read for the
+def _stop_requests(runs: dict[str, Run], reports: Sequence[RunReport]) -> dict[str, dict[str, Any]]:
+    """The stops that these reports complete, by run: the payload of the run's
+    ``cancelling`` or ``preempting`` event (who asked, empty when the scheduler did; and for
+    a preemption that made room for another job, that job and its run). One read for the
     batch, and only when it holds a stop."""
     stopped = [
         runs[r.run_id]
@@ -223,7 +236,7 @@ def _stop_requestors(runs: dict[str, Run], reports: Sequence[RunReport]) -> dict
         run_id__in={run.id for run in stopped},
         type__in=[EventType.CANCELLING, EventType.PREEMPTING],
     ).values_list("run_id", "payload")
-    return {run_id: (payload or {}).get("requestor", "") for run_id, payload in rows}
+    return {run_id: payload or {} for run_id, payload in rows}
 
 
 def _advance(run: Run, job: Job, report: RunReport, changes: Changes) -> None:
@@ -243,9 +256,12 @@ def _advance(run: Run, job: Job, report: RunReport, changes: Changes) -> None:
         "podName": run.pod_name,
         "podNamespace": job.namespace,
         "pool": run.pool,
+        "kubernetesId": run.kubernetes_id,
+        "podNumber": 0,
     }
     if report.state == RunState.SUCCEEDED:
         payload["exitCodes"] = report.exit_codes
+        payload["containers"] = run.containers
     changes.event(_EVENT_FOR_STATE[report.state], run, job, report.at, **payload)
 
 
@@ -259,10 +275,24 @@ def _finish(run: Run, report: RunReport) -> None:
     run.hint = report.hint
     run.exit_codes = report.exit_codes
     run.pod_kept_until = report.pod_kept_until
+    run.containers = [
+        {"name": c.name, "exitCode": c.exit_code, "reason": c.reason, "message": c.message}
+        for c in report.containers
+    ]
+    run.cause = (
+        failure_cause(report.conditions, report.containers)
+        if report.state == RunState.FAILED
+        else ""
+    )
 
 
-def _preempted(run: Run, job: Job, report: RunReport, changes: Changes, requestor: str) -> None:
-    """The run was stopped for other work: the job ends preempted and is not retried."""
+def _preempted(
+    run: Run, job: Job, report: RunReport, changes: Changes, stop: dict[str, Any]
+) -> None:
+    """The run was stopped for other work: the job ends preempted and is not retried. The
+    ``preempted`` event names who asked, and the job (and its run) the room was made for
+    when the scheduler preempted it for one."""
+    by = {k: stop[k] for k in ("preemptingJobId", "preemptiveRunId") if stop.get(k)}
     run.state = RunState.PREEMPTED
     run.finished_at = report.at
     run.reason = "Preempted"
@@ -280,7 +310,8 @@ def _preempted(run: Run, job: Job, report: RunReport, changes: Changes, requesto
         clusterId=run.executor,
         nodeName=run.node,
         reason=run.message,
-        requestor=requestor,
+        requestor=str(stop.get("requestor") or ""),
+        **by,
     )
     changes.failed_event(
         run,
@@ -328,6 +359,9 @@ def _lease_returned(
         nodeName=run.node,
         reason=report.reason,
         message=report.message,
+        kubernetesId=run.kubernetes_id,
+        podNumber=0,
+        runAttempted=False,
     )
     verdict = lease_return_verdict(job=job, max_retries=max_retries)
     if verdict.requeue:

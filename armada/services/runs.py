@@ -33,6 +33,9 @@ RUN_FIELDS = [
     "exit_codes",
     "decided_at",
     "pod_kept_until",
+    "kubernetes_id",
+    "containers",
+    "cause",
 ]
 JOB_FIELDS = [
     "state",
@@ -97,9 +100,13 @@ class Changes:
         **extra,
     ) -> None:
         """The ``failed`` event: where it ran, whether it will be retried, and why it failed.
-        It always names the run's exit codes (empty when no container ended), so that a reader
-        never has to look the run up for them."""
+        It always names the run's exit codes (empty when no container ended), its pod's UID
+        and its ended containers, so that a reader never has to look the run up for them."""
         extra.setdefault("exitCodes", run.exit_codes or {})
+        extra.setdefault("kubernetesId", run.kubernetes_id)
+        extra.setdefault("containers", run.containers or [])
+        if run.cause:
+            extra.setdefault("cause", run.cause)
         self.event(
             EventType.FAILED,
             run,

@@ -12,7 +12,8 @@ Every call is checked in this order, each refusal changing nothing:
 5. the request's own fields: INVALID_ARGUMENT naming the field (``nodes[3].allocatable.cpu``).
    In a report, a malformed event is refused on its own (its result says why) and the
    others are applied; ingress addresses are well formed only on a RUNNING event, with
-   ports from 1 to 65535 and addresses of 1 to 2048 characters.
+   ports from 1 to 65535 and addresses of 1 to 2048 characters. A malformed utilisation
+   (no run id or time, a quantity that does not parse) is refused on its own likewise.
 """
 
 from __future__ import annotations
@@ -28,7 +29,12 @@ from google.protobuf.message import Message
 
 from armada.core.quantity import parse_quantity
 from armada.executor.api import executorapi_pb2 as pb
-from armada.executor.api.messages import STATE_OF_PHASE, run_report, timestamp
+from armada.executor.api.messages import (
+    STATE_OF_PHASE,
+    run_report,
+    run_utilisation,
+    timestamp,
+)
 from armada.services.errors import FieldError, PermissionDenied, ValidationFailed
 from armada.services.executor_credentials import (
     CredentialRefused,
@@ -45,6 +51,7 @@ from armada.services.executor_sessions import (
 )
 from armada.services.kept_pods import kept_pods_deleted
 from armada.services.run_reports import Outcome, runs_apply_report_batch
+from armada.services.run_utilisation import runs_record_utilisation
 from armada.wire.errors import Unauthenticated
 from armada.wire.grpc_auth import authorization
 
@@ -272,6 +279,7 @@ def report_events(call: ExecutorCall, request: pb.ReportRequest) -> pb.ReportRes
             outcome=_OUTCOMES.get(outcome.outcome, pb.REFUSED),
             reason=outcome.reason,
         )
+    utilisation_results = _record_utilisation(request) if request.utilisation else []
     if request.kept_pods_deleted or request.kept_pods_expired:
         kept_pods_deleted(
             executor_id=request.executor_id,
@@ -279,7 +287,43 @@ def report_events(call: ExecutorCall, request: pb.ReportRequest) -> pb.ReportRes
             expired=min(request.kept_pods_expired, len(request.kept_pods_deleted)),
             now=call.now,
         )
-    return pb.ReportResponse(results=results)
+    return pb.ReportResponse(results=results, utilisation_results=utilisation_results)
+
+
+def _record_utilisation(request: pb.ReportRequest) -> list[pb.EventResult]:
+    """The request's utilisation, checked one by one and recorded (``run_utilisation``)."""
+    results: list[pb.EventResult | None] = []
+    valid, places = [], []
+    for i, message in enumerate(request.utilisation):
+        where = f"utilisation[{i}]"
+        problem = ""
+        if not message.run_id:
+            problem = f"{where}.runId: missing"
+        elif not message.HasField("at"):
+            problem = f"{where}.at: missing (when the period ended)"
+        else:
+            try:
+                valid.append(run_utilisation(message))
+                places.append(i)
+            except ValueError as exc:
+                problem = f"{where}.{exc}"
+        results.append(
+            pb.EventResult(run_id=message.run_id, outcome=pb.REFUSED, reason=problem)
+            if problem
+            else None
+        )
+    outcomes = runs_record_utilisation(
+        executor_id=request.executor_id,
+        reports=valid,
+        period_seconds=request.utilisation_period_seconds,
+    )
+    for i, outcome in zip(places, outcomes, strict=True):
+        results[i] = pb.EventResult(
+            run_id=request.utilisation[i].run_id,
+            outcome=_OUTCOMES.get(outcome.outcome, pb.REFUSED),
+            reason=outcome.reason,
+        )
+    return results
 
 
 @dataclass(frozen=True)

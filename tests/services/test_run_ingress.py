@@ -100,6 +100,8 @@ def test_the_ingress_info_is_recorded_and_published_once(run_id):
         "podName": run.pod_name,
         "podNamespace": "default",
         "ingressAddresses": STORED,
+        "kubernetesId": run.kubernetes_id,
+        "podNumber": 0,
     }
     assert run.node and run.pod_name == f"armada-{job.id}-0"
     # The run and the job are as the running report left them.
