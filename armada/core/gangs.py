@@ -81,7 +81,9 @@ class GangMixin:
                     break
             else:
                 return fail(why, for_room=True)
-        self.evict_each([(r, reason_urgency_preempted(m.id, m.urgency)) for r, m in evictions])
+        self.evict_each(
+            [(r, reason_urgency_preempted(m.id, m.urgency), m.id) for r, m in evictions]
+        )
         for m, view in zip(members, chosen, strict=True):
             self.place(m, view)
         return False

@@ -105,7 +105,7 @@ class PreemptionMixin:
             chosen = self.victims.urgency_victims(node_id, scan.wanted, view.free, job.urgency)
             if chosen is None:  # never: the search counted them
                 return False
-        self.evict(chosen, reason_urgency_preempted(job.id, job.urgency))
+        self.evict(chosen, reason_urgency_preempted(job.id, job.urgency), job.id)
         self.place(job, view)
         return True
 
@@ -289,7 +289,10 @@ class PreemptionMixin:
             if found is not None:
                 chosen, evictions = found
                 self.evict_each(
-                    [(r, reason_fair_share_preempted(r.queue, m.id, m.queue)) for r, m in evictions]
+                    [
+                        (r, reason_fair_share_preempted(r.queue, m.id, m.queue), m.id)
+                        for r, m in evictions
+                    ]
                 )
                 for m, view in zip(members, chosen, strict=True):
                     self.place(m, view)
@@ -319,7 +322,7 @@ class PreemptionMixin:
                     return False
                 view, chosen = best
         self.evict_each(
-            [(r, reason_fair_share_preempted(r.queue, job.id, job.queue)) for r in chosen]
+            [(r, reason_fair_share_preempted(r.queue, job.id, job.queue), job.id) for r in chosen]
         )
         self.place(job, view)
         return True

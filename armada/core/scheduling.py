@@ -184,9 +184,12 @@ class _Round(GangMixin, PreemptionMixin):
             )
         )
 
-    def evict(self, group: Iterable[RunningJob], reason: str) -> None:
+    def evict(self, group: Iterable[RunningJob], reason: str, for_job: str = "") -> None:
+        """Take ``group`` off their nodes, preempted with ``reason`` to make room for the
+        queued job ``for_job``."""
         victims, index = self.victims, self.index
         evicted, preempted = victims.evicted, self.result.preempted
+        preempted_for = self.result.preempted_for
         remove = victims.remove
         self.changes += 1
         # What the jobs held, per queue and per node (usually one of each).
@@ -196,6 +199,8 @@ class _Round(GangMixin, PreemptionMixin):
             evicted.add(r.id)
             remove(r)
             preempted[r.id] = reason
+            if for_job:
+                preempted_for[r.id] = for_job
             requests = r.requests.to_dict()
             _add(by_queue, r.queue, requests)
             _add(by_node, r.node_id, requests)
@@ -212,15 +217,16 @@ class _Round(GangMixin, PreemptionMixin):
             if view is not None:
                 index.give(view, amounts)
 
-    def evict_each(self, evictions: Sequence[tuple[RunningJob, str]]) -> None:
-        """Evict each job with its reason (jobs in a row with one reason together)."""
+    def evict_each(self, evictions: Sequence[tuple[RunningJob, str, str]]) -> None:
+        """Evict each job with its reason and the job it makes room for (jobs in a row with
+        one reason together)."""
         k = 0
         while k < len(evictions):
-            reason = evictions[k][1]
+            _, reason, for_job = evictions[k]
             end = k + 1
-            while end < len(evictions) and evictions[end][1] == reason:
+            while end < len(evictions) and evictions[end][1:] == (reason, for_job):
                 end += 1
-            self.evict([r for r, _ in evictions[k:end]], reason)
+            self.evict([r for r, _, _ in evictions[k:end]], reason, for_job)
             k = end
 
     def schedule_job(self, job: QueuedJob) -> bool:

@@ -147,6 +147,8 @@ class RoundResult:
     leases: list[Lease] = field(default_factory=list)
     unschedulable: dict[str, str] = field(default_factory=dict)
     preempted: dict[str, str] = field(default_factory=dict)
+    # For each preempted job, the queued job the room was made for.
+    preempted_for: dict[str, str] = field(default_factory=dict)
     limit_reached: bool = False
     considered: int = 0
 

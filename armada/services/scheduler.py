@@ -208,6 +208,7 @@ def scheduler_cycle(*, now: datetime, clock: Callable[[], float] = time.monotoni
     leases: list[tuple[str, Lease]] = []
     leased: set[str] = set()
     preempted: dict[str, str] = {}
+    preempted_for: dict[str, str] = {}  # preempted job -> the job it made room for
     for q in queues:
         if q.cordoned:
             for job in db.queue_jobs(q.name, lookback=lookback):
@@ -240,6 +241,7 @@ def scheduler_cycle(*, now: datetime, clock: Callable[[], float] = time.monotoni
         report.considered = max(report.considered, result.considered)
         report.limit_reached = report.limit_reached or result.limit_reached
         preempted.update(result.preempted)
+        preempted_for.update(result.preempted_for)
         for lease in result.leases:
             leases.append((pool.name, lease))
             leased.add(lease.job_id)
@@ -248,9 +250,21 @@ def scheduler_cycle(*, now: datetime, clock: Callable[[], float] = time.monotoni
             break
     for job_id in leased:
         report.unschedulable.pop(job_id, None)
-    leased_ids = _write_leases(leases, now) if leases else []
+    new_runs: dict[str, str] = {}
+    leased_ids = _write_leases(leases, now, new_runs) if leases else []
     bucket.take(clock(), len(leased_ids))
-    marked = runs_request_stops(reasons=preempted, kind=PREEMPT, now=now) if preempted else []
+    marked = (
+        runs_request_stops(
+            reasons=preempted,
+            kind=PREEMPT,
+            now=now,
+            preempted_by={
+                job_id: (by, new_runs.get(by, "")) for job_id, by in preempted_for.items()
+            },
+        )
+        if preempted
+        else []
+    )
     report.preempted = len(marked)
     report.leased = len(leased_ids)
     records_write(
@@ -291,9 +305,12 @@ def _avoidance(db: JobDb, rows: list[Node]) -> Callable[[Iterator[QueuedJob]], I
     return rewrite
 
 
-def _write_leases(leases: list[tuple[str, Lease]], now: datetime) -> list[str]:
+def _write_leases(
+    leases: list[tuple[str, Lease]], now: datetime, new_run_ids: dict[str, str] | None = None
+) -> list[str]:
     """Create runs and move jobs to leased; only jobs still queued at commit time are leased
-    (a job cancelled or changed meanwhile is left alone and seen again at the next sync)."""
+    (a job cancelled or changed meanwhile is left alone and seen again at the next sync).
+    ``new_run_ids`` is given each leased job's new run id."""
     new_runs: dict[str, tuple[str, str, str, str]] = {}  # job -> (run, executor, node, pool)
     for pool, lease in leases:
         new_runs.setdefault(lease.job_id, (new_id(), lease.executor, lease.node, pool))
@@ -334,6 +351,8 @@ def _write_leases(leases: list[tuple[str, Lease]], now: datetime) -> list[str]:
         insert_rows(Run, runs)
         events_append(events=events)
         job_state_leases_count(runs=runs)
+    if new_run_ids is not None:
+        new_run_ids.update((r["job_id"], r["id"]) for r in runs)
     log.info("scheduling cycle leased %d job(s)", len(runs))
     return leased
 

@@ -47,22 +47,41 @@ def runs_request_stop(
 
 
 def runs_request_stops(
-    *, reasons: Mapping[str, str], kind: str, now: datetime, requestor: str = ""
+    *,
+    reasons: Mapping[str, str],
+    kind: str,
+    now: datetime,
+    requestor: str = "",
+    preempted_by: Mapping[str, tuple[str, str]] | None = None,
 ) -> list[str]:
     """Ask the executors to stop the active runs of the jobs in ``reasons``, each with its
     own reason, in one transaction (a scheduling round may preempt thousands of jobs, each
-    for a different waiting job); returns the runs marked."""
+    for a different waiting job); returns the runs marked. ``preempted_by`` names, for a
+    job preempted to make room for another, that job and its new run: the ``preempting``
+    event carries them (``preemptingJobId``, ``preemptiveRunId``), and so, once the pod
+    is gone, does the ``preempted`` event."""
     with transaction.atomic():
         changes = Changes()
         marked = _mark_stops(
-            reasons=reasons, kind=kind, now=now, changes=changes, requestor=requestor
+            reasons=reasons,
+            kind=kind,
+            now=now,
+            changes=changes,
+            requestor=requestor,
+            preempted_by=preempted_by or {},
         )
         changes.write_events()
     return marked
 
 
 def _mark_stops(
-    *, reasons: Mapping[str, str], kind: str, now: datetime, changes: Changes, requestor: str = ""
+    *,
+    reasons: Mapping[str, str],
+    kind: str,
+    now: datetime,
+    changes: Changes,
+    requestor: str = "",
+    preempted_by: Mapping[str, tuple[str, str]] | None = None,
 ) -> list[str]:
     """Mark the active runs of the jobs in ``reasons`` to be stopped, inside the caller's
     transaction, and add their events to ``changes`` (the caller appends them last, as the
@@ -86,8 +105,16 @@ def _mark_stops(
         run.stop_requested_at = now
         run.stop_kind = kind
         run.stop_reason = reasons[run.job_id]
+        by = (preempted_by or {}).get(run.job_id)
+        extra = {"preemptingJobId": by[0], "preemptiveRunId": by[1]} if by else {}
         changes.event(
-            _STOPPING_EVENT[kind], run, run.job, now, reason=run.stop_reason, requestor=requestor
+            _STOPPING_EVENT[kind],
+            run,
+            run.job,
+            now,
+            reason=run.stop_reason,
+            requestor=requestor,
+            **extra,
         )
     bulk_update_fields(runs, ["stop_requested_at", "stop_kind", "stop_reason"])
     return [r.id for r in runs]
