@@ -157,6 +157,8 @@ def test_an_ingress_info_event_is_armadas_ingress_info_message():
             "nodeName": "n1",
             "podName": "armada-01job-0",
             "podNamespace": "team",
+            "kubernetesId": "5b1f0c9e-uid",
+            "podNumber": 0,
             "ingressAddresses": {"8080": "a.example.com:443", "9090": "b.example.com:443"},
         },
     )
@@ -170,7 +172,7 @@ def test_an_ingress_info_event_is_armadas_ingress_info_message():
         queue="demo",
         created=info.created,
         cluster_id="c1",
-        kubernetes_id="01run",
+        kubernetes_id="5b1f0c9e-uid",  # the pod's UID, as the executor reported it
         node_name="n1",
         pod_number=0,
         pod_name="armada-01job-0",
