@@ -19,7 +19,10 @@ the methods' protobuf descriptors. Names follow Armada's generator:
   (``uint64``), as protobuf's JSON writes them (in Kubernetes types: numbers, as Kubernetes'
   JSON writes them); enums as their names;
 - a streamed answer is ``{"result": ..., "error": ...}`` per line;
-- errors (``default``) are ``runtimeError``.
+- errors (``default``) are ``runtimeError``, a stream's ``runtimeStreamError``, as Armada's.
+
+As in Armada's file, names are written in camelCase; the gateway's JSON on the wire is Go's
+``encoding/json`` over Armada's structs, as Armada's gateway writes it (``docs/armada-api.md``).
 
 Kubernetes types are described as Kubernetes' JSON spells them (what the gateway reads and
 writes, see ``wire.k8sjson``): quantities are strings (``resourceQuantity``), times RFC 3339
@@ -283,21 +286,25 @@ def _operation(rule: HttpRule, op: Any, defs: _Definitions, operation_id: str) -
 
 
 def _error_definitions(defs: _Definitions) -> None:
-    """The gateway's error bodies: ``{"code", "message", "details"}`` (see ``wire.gateway``)."""
-    details = {
-        "type": "array",
-        "items": defs.message(descriptor_pool.Default().FindMessageTypeByName(ANY)),
+    """The gateway's error bodies, grpc-gateway v1's (see ``wire.gateway``): ``runtimeError``
+    for a failed call, ``runtimeStreamError`` for a stream that fails after it started."""
+    any_type = descriptor_pool.Default().FindMessageTypeByName(ANY)
+    details = {"type": "array", "items": defs.message(any_type)}
+    int32, text = {"type": "integer", "format": "int32"}, {"type": "string"}
+    defs.schemas["runtimeError"] = {
+        "type": "object",
+        "properties": {"code": int32, "details": details, "error": text, "message": text},
     }
-    error = {
+    defs.schemas["runtimeStreamError"] = {
         "type": "object",
         "properties": {
-            "code": {"type": "integer", "format": "int32"},
             "details": details,
-            "message": {"type": "string"},
+            "grpcCode": int32,
+            "httpCode": int32,
+            "httpStatus": text,
+            "message": text,
         },
     }
-    defs.schemas["runtimeError"] = error
-    defs.schemas["runtimeStreamError"] = error
 
 
 def _package_version() -> str:

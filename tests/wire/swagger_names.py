@@ -111,7 +111,7 @@ DEFINITIONS: dict[str, set[str]] = {
     "v1PodLogOptions": {"tailLines", "limitBytes", "previous", "sinceSeconds"},
     "schedulerobjectsQueueReport": {"report"},
     "protobufAny": {"typeUrl", "value"},
-    "runtimeError": {"code", "message", "details"},
+    "runtimeError": {"code", "message", "error", "details"},
 }
 # Enums by name, with their first (default) value.
 ENUMS = {

@@ -108,7 +108,6 @@ def test_the_reports_need_watch_as_ours_do(world, outsider):
         ("/v1/queue/demo/scheduler-report", {"verbosity": "-1"}, 400, "verbosity"),
         ("/v1/queue/demo/scheduler-report", {"verbosity": "lots"}, 400, "verbosity"),
         ("/v1/scheduling-report", {"verbosity": "99999999999"}, 400, "verbosity"),
-        ("/v1/scheduling-report", {"pool": "default"}, 400, "pool"),
         ("/v1/scheduling-report", {"mostRecentForQueue.queueName": " "}, 400, "queueName"),
         ("/v1/scheduling-report", {"mostRecentForJob.jobId": "01nosuchjob"}, 404, "01nosuchjob"),
     ],

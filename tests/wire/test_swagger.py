@@ -107,6 +107,9 @@ def test_armadas_definition_names_and_fields(document):
         assert definitions[name]["enum"][0] == first == definitions[name]["default"], name
     for name, kind in SCALAR_DEFINITIONS.items():
         assert definitions[name]["type"] == kind, name
+    assert set(definitions["runtimeError"]["properties"]) == {"code", "details", "error", "message"}
+    stream_error = set(definitions["runtimeStreamError"]["properties"])
+    assert stream_error == {"details", "grpcCode", "httpCode", "httpStatus", "message"}
 
 
 def test_shapes_follow_our_json(document):
