@@ -1,8 +1,10 @@
 """Armada's event stream through real processes (web, grpc, scheduler, a fake-backend
 executor) with the official ``armada_client``, unmodified: jobs submitted with it are
 watched to success and to a failure that a retry policy retries, the ``retryable`` flag,
-the failure category and the exit codes arriving in ``JobFailedEvent``; the REST gateway's
-``/v1/job-set/{queue}/{id}`` answers the same messages in Armada's JSON."""
+the failure category and the exit codes arriving in ``JobFailedEvent``; the pod's UID on
+every pod message, the containers and cause of each failure, and ``JobUtilisationEvent``s
+of the running job; the REST gateway's ``/v1/job-set/{queue}/{id}`` answers the same
+messages in Armada's JSON."""
 
 from __future__ import annotations
 
@@ -40,7 +42,7 @@ def client_of():
 
 
 def test_the_official_client_watches_success_and_a_retried_failure(launch, client_of):
-    system = launch(config(executors=[executor("east", 2)]))
+    system = launch(config(executors=[{**executor("east", 2), "utilisationPeriod": "1s"}]))
     set_up(system)  # queue demo with policy training: oom is retried twice
     client = client_of(system)
 
@@ -57,7 +59,7 @@ def test_the_official_client_watches_success_and_a_retried_failure(launch, clien
         queue="demo",
         job_set_id="watched",
         job_request_items=[
-            item({"duration": "1s"}),
+            item({"duration": "4s"}),  # long enough for a few utilisation periods
             item({"condition": "OOMKilled", "duration": "1s"}),
         ],
     )
@@ -76,7 +78,7 @@ def test_the_official_client_watches_success_and_a_retried_failure(launch, clien
             and not m.message.failed.retryable
             for m in seen
         )
-        return ("succeeded", ok) in kinds and final_failure
+        return ("succeeded", ok) in kinds and ("utilisation", ok) in kinds and final_failure
 
     def watch() -> None:
         try:
@@ -101,7 +103,39 @@ def test_the_official_client_watches_success_and_a_retried_failure(launch, clien
     assert ids == sorted(set(ids))  # in order, each once
     events = [client.unmarshal_event_response(m) for m in seen]
     of_ok = [e.type.value for e in events if e.message.job_id == ok]
-    assert of_ok == ["submitted", "queued", "leased", "pending", "running", "succeeded"]
+    assert [t for t in of_ok if t != "utilisation"] == [
+        "submitted",
+        "queued",
+        "leased",
+        "pending",
+        "running",
+        "succeeded",
+    ]
+    # Every message about the pod names it as Armada's executor does: one UID for its life.
+    by_kind = {
+        (m.message.WhichOneof("events"), _job_of(m)): getattr(
+            m.message, m.message.WhichOneof("events")
+        )
+        for m in seen
+    }
+    pod_messages = [by_kind[(kind, ok)] for kind in ("pending", "running", "succeeded")]
+    uids = {p.kubernetes_id for p in pod_messages}
+    assert len(uids) == 1 and len(next(iter(uids))) == 36
+    for p in pod_messages:
+        assert (p.cluster_id, p.pod_name, p.pod_namespace, p.pod_number) == (
+            "east",
+            f"armada-{ok}-0",
+            "default",
+            0,
+        )
+    usage = [m.message.utilisation for m in seen if m.message.WhichOneof("events") == "utilisation"]
+    assert usage and all(u.job_id == ok and u.kubernetes_id in uids for u in usage)
+    for u in usage:
+        assert {k: v.string for k, v in u.MaxResourcesForPeriod.items()} == {
+            "cpu": "1",
+            "memory": "1Gi",
+        }
+        assert u.node_name.startswith("east-node") and u.pod_name == f"armada-{ok}-0"
     submitted = next(e.message for e in events if e.type.value == "submitted")
     assert submitted.job.queue == "demo" and submitted.job.pod_spec.containers[0].name == "main"
 
@@ -111,7 +145,10 @@ def test_the_official_client_watches_success_and_a_retried_failure(launch, clien
         assert f.job_id == oom
         assert (f.failure_category, f.reason, f.cause) == ("oom", "OOMKilled", event_pb2.OOM)
         assert f.cluster_id == "east" and f.node_name.startswith("east-node")
-        assert [s.name for s in f.container_statuses] == ["main"]
+        [status] = f.container_statuses
+        assert (status.name, status.exitCode, status.reason) == ("main", 137, "OOMKilled")
+        assert status.cause == event_pb2.OOM and f.pod_number == 0
+    assert len({f.kubernetes_id for f in failed}) == 3  # a new pod for each attempt
     leased = [m.message.leased for m in seen if m.message.WhichOneof("events") == "leased"]
     assert {lease.cluster_id for lease in leased} == {"east"}
 
