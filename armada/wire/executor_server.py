@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import replace
 from typing import Any
 
 import grpc
@@ -24,11 +23,11 @@ from django.db import connection
 from django.utils import timezone
 
 from armada.services.dbfaults import DATABASE_ERRORS
+from armada.tls import ServerTls  # shared with the grpc and web ports
 from armada.wire.executor_ops import OPERATIONS, SERVICE, ExecutorCall, authenticate_executor
 from armada.wire.inputs import check_message, decode
 from armada.wire.server import (
     SERVER_OPTIONS,
-    CannotListen,
     database_unavailable,
     listen,
     serve_until_signalled,
@@ -36,19 +35,6 @@ from armada.wire.server import (
 )
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class ServerTls:
-    cert_file: str
-    key_file: str
-
-    def credentials(self) -> grpc.ServerCredentials:
-        try:
-            key, cert = Path(self.key_file).read_bytes(), Path(self.cert_file).read_bytes()
-        except OSError as exc:
-            raise CannotListen(f"cannot read the TLS certificate or key: {exc}") from None
-        return grpc.ssl_server_credentials([(key, cert)])
 
 
 def handle(name: str, metadata: Any, peer: str, raw: bytes, now: Any) -> list[bytes]:
@@ -130,6 +116,8 @@ async def serve(
     announce: Callable[[str], None] = print,
 ) -> None:
     """Serve the executor API on ``address`` until SIGTERM or SIGINT, then stop gracefully."""
+    if tls is not None and not tls.setting:
+        tls = replace(tls, setting="executorApi.tls")  # named in messages about its files
     await serve_until_signalled(
         ExecutorApiServer,
         lambda server: server.add_port(address, tls),
