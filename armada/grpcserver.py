@@ -6,8 +6,10 @@ It listens on ``--address``, else ``ARMADA_GRPC_ADDR``, else ``ARMADA_HOST`` (de
 127.0.0.1) at ``grpc.port`` of the configuration (default 50051); ``manage.py runall``
 starts it with its own ``--host``. Its threads are bounded by ``grpc.workerThreads``; on
 SIGTERM it stops taking calls, ends event streams and gives calls in flight
-``grpc.gracePeriod`` to finish. It exits non-zero when it cannot listen (a port taken), so
-that a supervisor sees the failure.
+``grpc.gracePeriod`` to finish. With ``grpc.tls.certFile`` and ``keyFile`` set it speaks
+TLS on the same port (``armada.tls``). It exits non-zero, with one line saying why, when it
+cannot listen (a port taken) or cannot use its certificate or key, so that a supervisor
+sees the failure.
 """
 
 from __future__ import annotations
@@ -56,7 +58,8 @@ def server_main(
     """The life of a gRPC server process: Django set up, ``--address`` read (default:
     ``variable``, else ``ARMADA_HOST`` at the ``port`` of configuration block ``config_key``),
     the collector tuned, ``serve(address, config, announce)`` run until a signal; 1 when the
-    address cannot be listened on, so that a supervisor sees the failure."""
+    address cannot be listened on or its TLS files cannot be used, so that a supervisor sees
+    the failure."""
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "armada.settings")
     import django
 
@@ -64,6 +67,7 @@ def server_main(
     from django.conf import settings
 
     from armada.gctuning import tune_gc
+    from armada.tls import TlsFileError
     from armada.wire.server import CannotListen
 
     config = getattr(settings.ARMADA, config_key)
@@ -82,7 +86,7 @@ def server_main(
 
     try:
         asyncio.run(serve(args.address, config, announce))
-    except CannotListen as exc:
+    except (CannotListen, TlsFileError) as exc:
         print(f"{name}: {exc}", file=sys.stderr, flush=True)
         return 1
     return 0
@@ -90,12 +94,14 @@ def server_main(
 
 def main(argv: list[str] | None = None) -> int:
     def serve(address: str, config: Any, announce: Callable[[str], None]) -> Awaitable[None]:
+        from armada.tls import ServerTls
         from armada.wire.server import serve
 
         return serve(
             address,
             worker_threads=config.worker_threads,
             grace_period=config.grace_period,
+            tls=ServerTls.from_config(config.tls, "grpc.tls"),
             announce=announce,
         )
 

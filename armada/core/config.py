@@ -178,17 +178,6 @@ class Auth(Strict):
         return v
 
 
-class Grpc(Strict):
-    """The ``grpc`` process: Armada's public gRPC API (``armada.grpcserver``)."""
-
-    port: StrictInt = Field(50051, ge=1, le=65535)
-    # Unary calls (and authentication, which may hash a password) run on at most this many
-    # threads; each holds a database connection only while it runs.
-    worker_threads: StrictInt = Field(8, alias="workerThreads", ge=1, le=256)
-    # On SIGTERM, calls in flight get this long to finish; event streams end at once.
-    grace_period: Duration = Field(10.0, alias="gracePeriod", ge=0)
-
-
 class ServerTls(Strict):
     """TLS of a listening port: both files, or neither (plaintext)."""
 
@@ -206,6 +195,18 @@ class ServerTls(Strict):
         return bool(self.cert_file)
 
 
+class Grpc(Strict):
+    """The ``grpc`` process: Armada's public gRPC API (``armada.grpcserver``)."""
+
+    port: StrictInt = Field(50051, ge=1, le=65535)
+    # Unary calls (and authentication, which may hash a password) run on at most this many
+    # threads; each holds a database connection only while it runs.
+    worker_threads: StrictInt = Field(8, alias="workerThreads", ge=1, le=256)
+    # On SIGTERM, calls in flight get this long to finish; event streams end at once.
+    grace_period: Duration = Field(10.0, alias="gracePeriod", ge=0)
+    tls: ServerTls = Field(default_factory=ServerTls)
+
+
 class ExecutorApi(Strict):
     """The ``executor-api`` process: the API executors lease and report through
     (``armada.executorapiserver``), on a port of its own."""
@@ -216,6 +217,13 @@ class ExecutorApi(Strict):
     tls: ServerTls = Field(default_factory=ServerTls)
 
 
+class Web(Strict):
+    """The web process (REST API, gateway, Lookout, event streams); its address is given
+    where it is started (``manage.py runall --host/--port``)."""
+
+    tls: ServerTls = Field(default_factory=ServerTls)
+
+
 class ArmadaConfig(Strict):
     scheduling: Scheduling = Field(default_factory=Scheduling)
     executor_timeout: Duration = Field(60.0, alias="executorTimeout", gt=0)
@@ -223,6 +231,7 @@ class ArmadaConfig(Strict):
     metrics: Metrics = Field(default_factory=Metrics)
     auth: Auth = Field(default_factory=Auth)
     grpc: Grpc = Field(default_factory=Grpc)
+    web: Web = Field(default_factory=Web)
     executor_api: ExecutorApi = Field(default_factory=ExecutorApi, alias="executorApi")
     executors: list[Executor] = Field(default_factory=list)
 

@@ -44,6 +44,7 @@ from django.utils import timezone
 
 from armada.services.dbfaults import DATABASE_ERRORS, connection_lost, connection_reset
 from armada.services.errors import Unavailable
+from armada.tls import ServerTls
 from armada.wire import grpc_auth
 from armada.wire.errors import WireError, wire_error
 from armada.wire.inputs import check_message, decode
@@ -219,10 +220,11 @@ class WireServer:
             self._stopping = asyncio.get_running_loop().create_future()
         return self._stopping
 
-    def add_port(self, address: str) -> int:
-        """Listen on ``address`` (``host:port``; port 0 picks a free one); the port bound.
-        Raises CannotListen when it cannot be bound."""
-        return listen(self.server, address)
+    def add_port(self, address: str, tls: ServerTls | None = None) -> int:
+        """Listen on ``address`` (``host:port``; port 0 picks a free one), with TLS when
+        ``tls`` is given; the port bound. Raises CannotListen when it cannot be bound,
+        TlsFileError when the certificate or key cannot be used."""
+        return listen(self.server, address, tls.credentials() if tls else None)
 
     async def start(self) -> None:
         await self.server.start()
@@ -234,16 +236,24 @@ class WireServer:
         await self.server.stop(grace)
 
 
-async def serve(address: str, *, worker_threads: int, grace_period: float, announce=print) -> None:
-    """Serve every registered operation on ``address`` until SIGTERM or SIGINT, then stop
-    gracefully (``WireServer.stop``)."""
+async def serve(
+    address: str,
+    *,
+    worker_threads: int,
+    grace_period: float,
+    tls: ServerTls | None = None,
+    announce=print,
+) -> None:
+    """Serve every registered operation on ``address`` (with TLS when ``tls`` is given)
+    until SIGTERM or SIGINT, then stop gracefully (``WireServer.stop``)."""
     await serve_until_signalled(
         WireServer,
-        lambda server: server.add_port(address),
+        lambda server: server.add_port(address, tls),
         name="grpc",
         what=lambda server, port: (
             f"{len(server.operations)} operations of Armada's API on "
-            f"{address.rpartition(':')[0]}:{port} ({worker_threads} worker threads)"
+            f"{address.rpartition(':')[0]}:{port} "
+            f"({'TLS' if tls else 'plaintext'}, {worker_threads} worker threads)"
         ),
         worker_threads=worker_threads,
         grace_period=grace_period,
