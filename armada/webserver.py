@@ -23,6 +23,12 @@ no bound was given): the application is told that the client has gone (Django cl
 stream's generator, which releases what it holds) and the connection is closed without the
 response's end, so that a client sees a dropped stream, not a finished one, and reconnects
 from its cursor to another web process (``armadactl watch`` and browsers do).
+
+HTTPS (``web.tls`` of the configuration, ``tls_options``): uvicorn wraps each connection in
+asyncio's TLS transport and hands that to the protocol. The transport answers
+``get_extra_info("socket")`` with the TCP socket beneath it, so Nagle is turned off there
+just the same, and closing it at shutdown ends the TLS session (close_notify) before the
+connection, which a client still sees as a stream dropped before its end.
 """
 
 from __future__ import annotations
@@ -34,6 +40,8 @@ from typing import Any
 
 from uvicorn.protocols.http import h11_impl as uvicorn_h11
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
+
+from armada.tls import ServerTls
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +59,16 @@ WEB_COMMAND = [
     "--timeout-graceful-shutdown",
     str(SHUTDOWN_SECONDS),
 ]
+
+
+def tls_options(tls: ServerTls | None) -> list[str]:
+    """The options that give ``WEB_COMMAND`` HTTPS with ``tls`` (none for plain HTTP). The
+    files are checked first (``armada.tls.TlsFileError`` names the one at fault), so that a
+    bad one stops start-up with one line rather than a traceback from each worker."""
+    if tls is None:
+        return []
+    tls.check()
+    return tls.uvicorn_options()
 
 
 def set_nodelay(transport: asyncio.BaseTransport) -> None:

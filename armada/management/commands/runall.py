@@ -2,7 +2,8 @@
 executors).
 
 Migrates, creates the local admin user, collects static files, then starts and supervises:
-- web: uvicorn serving ``armada.asgi`` (REST API, admin, Lookout, metrics, event streams);
+- web: uvicorn serving ``armada.asgi`` (REST API, admin, Lookout, metrics, event streams),
+  over HTTPS when ``web.tls`` of the configuration is set;
 - grpc: Armada's public gRPC API (``armada.grpcserver``) on ``--host`` at ``--grpc-port``
   (default ``grpc.port`` of the configuration, 50051), or at ``ARMADA_GRPC_ADDR``;
 - scheduler: a Celery worker on queue ``scheduler``;
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import ssl
 import sys
 import urllib.request
 from pathlib import Path
@@ -36,7 +38,8 @@ from armada import local_executors
 from armada.executorapiserver import executor_api_command
 from armada.grpcserver import grpc_command, join_address
 from armada.supervisor import RestartPolicy, Supervisor
-from armada.webserver import WEB_COMMAND
+from armada.tls import ServerTls, TlsFileError
+from armada.webserver import WEB_COMMAND, tls_options
 
 
 def _admin_password(var_dir: Path) -> tuple[str, str]:
@@ -139,6 +142,7 @@ class Command(BaseCommand):
         api_address = os.environ.get("ARMADA_EXECUTOR_API_ADDR", "").strip() or join_address(
             host, executor_api_port or settings.ARMADA.executor_api.port
         )
+        web_tls = self._checked_tls()
         call_command("migrate", interactive=False, verbosity=0)
         call_command("collectstatic", interactive=False, verbosity=0)
         call_command("seed_permissions", verbosity=0)
@@ -154,6 +158,7 @@ class Command(BaseCommand):
                 "--port",
                 str(port),
                 "--no-access-log",
+                *tls_options(web_tls),  # checked above
             ],
             "grpc": grpc_command(grpc_address),
             "executor-api": executor_api_command(api_address),
@@ -167,13 +172,15 @@ class Command(BaseCommand):
             processes[f"executor {executor.id}"] = local_executors.prepare(
                 executor, var_dir=settings.VAR_DIR, api_address=reach, now=timezone.now()
             )
-        url = f"http://{host}:{port}/"
+        url = f"{'https' if web_tls else 'http'}://{host}:{port}/"
+        grpc_tls = " (TLS)" if settings.ARMADA.grpc.tls.enabled else ""
 
         def announce() -> None:
             self.stdout.write(
                 self.style.SUCCESS(
                     f"Armada is up at {url}  (API docs {url}api/v1/docs, admin {url}admin/)\n"
-                    f"Armada's gRPC API at {grpc_address}, its REST gateway at {url}v1/\n"
+                    f"Armada's gRPC API at {grpc_address}{grpc_tls}, its REST gateway at "
+                    f"{url}v1/\n"
                     f"The executor API at {api_address}"
                 )
             )
@@ -192,7 +199,13 @@ class Command(BaseCommand):
             except OSError:
                 return False
 
-        direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # no proxy
+        # No proxy. Over HTTPS the probe does not verify the certificate: it only asks
+        # whether the process runall started answers yet (its host may be 0.0.0.0, say).
+        probe_tls = ssl.create_default_context()
+        probe_tls.check_hostname, probe_tls.verify_mode = False, ssl.CERT_NONE
+        direct = urllib.request.build_opener(
+            urllib.request.ProxyHandler({}), urllib.request.HTTPSHandler(context=probe_tls)
+        )
 
         connections.close_all()  # supervising is waiting: hold no database connection
         policy = RestartPolicy(max_restarts=max_restarts, window=restart_window)
@@ -201,6 +214,25 @@ class Command(BaseCommand):
         )
         if code:
             sys.exit(code)
+
+    def _checked_tls(self) -> ServerTls | None:
+        """Check the certificate and key of every TLS port before anything starts (a bad
+        file is one line naming it, not a process restarted until runall gives up); the web
+        port's TLS, if it has any."""
+        config = settings.ARMADA
+        blocks = (
+            ("grpc.tls", config.grpc.tls),
+            ("executorApi.tls", config.executor_api.tls),
+            ("web.tls", config.web.tls),
+        )
+        found = {name: ServerTls.from_config(block, name) for name, block in blocks}
+        for tls in found.values():
+            if tls is not None:
+                try:
+                    tls.check()
+                except TlsFileError as exc:
+                    raise CommandError(str(exc)) from None
+        return found["web.tls"]
 
     def _ensure_admin(self) -> None:
         username = os.environ.get("ARMADA_ADMIN_USERNAME", "admin")
