@@ -12,6 +12,10 @@ match wins:
    ``token`` (see ``contexts`` for the file's format, Armada's contexts included);
 4. the default: url ``http://127.0.0.1:8000`` and no credentials.
 
+An ``https://`` url is checked against the CA certificates in ``ARMADA_CA_FILE`` (a PEM
+file) when it is set, else against those of ``REQUESTS_CA_BUNDLE``, else the system's
+bundle: a server whose certificate your own CA signed needs one of the two.
+
 A config file named by ``--config`` or ``ARMADACTL_CONFIG`` must exist; the default one is
 optional. A set token means token auth (``Authorization: Token <t>``), unless a username
 was given by a *more specific* source than the token (say ``--username`` on the command
@@ -34,6 +38,7 @@ __all__ = ["ConfigError", "Settings", "config_file_path", "load_config_file", "r
 DEFAULT_URL = "http://127.0.0.1:8000"
 DEFAULT_CONFIG_NAME = ".armadactl.yaml"
 CONFIG_ENV = "ARMADACTL_CONFIG"
+CA_FILE_ENV = "ARMADA_CA_FILE"
 ENV_VARS = {key: f"ARMADA_{key.upper()}" for key in KEYS}
 
 # Ranks of the sources; lower is more specific.
@@ -56,6 +61,7 @@ class Settings:
     sources: Mapping[str, int] | None = None
     context: str | None = None
     unsupported_auth: str | None = None
+    ca_file: str | None = None
 
     @property
     def auth_kind(self) -> str:
@@ -95,6 +101,19 @@ def load_config_file(
     optional file is empty."""
     config = ConfigFile.load(path, required)
     return config.values(config.chosen_context(context, environ or {}))
+
+
+def ca_file(environ: Mapping[str, str] | None = None) -> str | None:
+    """The CA certificates (PEM) an ``https://`` server is checked against, from
+    ``ARMADA_CA_FILE``; None when it is not set (the HTTP library's own choice)."""
+    env = os.environ if environ is None else environ
+    given = env.get(CA_FILE_ENV, "").strip()
+    if not given:
+        return None
+    path = Path(given).expanduser()
+    if not path.is_file():
+        raise ConfigError(f"{CA_FILE_ENV}: {given} is not a file (give a PEM CA certificate)")
+    return str(path)
 
 
 def normalize_url(url: str, source: str) -> str:
@@ -154,4 +173,5 @@ def resolve_settings(
         sources=sources,
         context=chosen,
         unsupported_auth=section.unsupported_auth,
+        ca_file=ca_file(env),
     )
