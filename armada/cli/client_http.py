@@ -8,7 +8,7 @@ from typing import Any
 
 import requests
 
-from armada.cli.config import Settings
+from armada.cli.config import CA_FILE_ENV, Settings, ca_file
 from armada.cli.errors import ApiError, error_from_body
 
 CONNECT_TIMEOUT = 10.0
@@ -22,6 +22,9 @@ class HttpClient:
     def __init__(self, settings: Settings, *, session: requests.Session | None = None) -> None:
         self.settings = settings
         self.base_url = settings.url.rstrip("/")
+        # Given with each request, so that it wins over REQUESTS_CA_BUNDLE (which requests
+        # uses when this is True, as it uses its own bundle when neither is set).
+        self.verify: str | bool = settings.ca_file or ca_file() or True
         self.session = session or requests.Session()
         self.session.headers["User-Agent"] = USER_AGENT
         self.session.headers["Accept"] = "application/json"
@@ -40,6 +43,14 @@ class HttpClient:
         text = str(exc)
         if isinstance(exc, requests.exceptions.Timeout):
             return ApiError(f"timed out talking to the Armada server at {self.base_url}")
+        if "SSLError" in type(exc).__name__ or "CERTIFICATE_VERIFY_FAILED" in text:
+            trust = f"the CA certificates in {self.verify}" if self.verify is not True else None
+            return ApiError(
+                f"cannot make a TLS connection to the Armada server at {self.base_url}: its "
+                f"certificate is not trusted by {trust or 'the default CA certificates'}, or "
+                f"it does not speak TLS there; set {CA_FILE_ENV} to the CA certificate (PEM) "
+                "that signed it"
+            )
         if "Connection refused" in text or "Errno 111" in text:
             why = "connection refused"
         elif "Name or service not known" in text or "nodename nor servname" in text:
@@ -69,6 +80,7 @@ class HttpClient:
                 params=params,
                 stream=stream,
                 timeout=(CONNECT_TIMEOUT, timeout),
+                verify=self.verify,
             )
         except requests.exceptions.RequestException as exc:
             raise self._connection_error(exc) from None
