@@ -7,7 +7,16 @@ when ``REDIS_URL`` is set, else the file-system broker in a temporary folder).
 ``system`` starts them with ``E2E_CONFIG``; ``launch`` starts them with any configuration,
 and a running ``System`` can stop one process or restart the scheduler with a new one.
 ``armada_client`` gives the official ``armada_client.client.ArmadaClient`` connected to the
-grpc process as a given user, authenticated the way its users do it."""
+grpc process as a given user, authenticated the way its users do it.
+
+TLS: ``launch(config, tls=True)`` (and ``wire_system.module_system(..., tls=True)``) start
+the same system with TLS on the gRPC port and HTTPS on the web port, with a certificate
+authority made for the test (``tests.tls_certs``). ``System.tls`` then holds its files
+(``ca``, ``cert``, ``key``); ``System.url`` is ``https://``; ``System.get``/``post`` and
+``armadactl`` (``ARMADA_CA_FILE``) trust the CA; ``System.verify`` is what to give
+``requests`` as ``verify=``; and ``System.grpc_channel(authorization)`` (or
+``tests.tls_channels.secure_channel``) is a TLS channel to the grpc process that trusts
+the CA and sends ``authorization`` with every call, as Armada's clients do over TLS."""
 
 from __future__ import annotations
 
@@ -33,6 +42,8 @@ from armada.executorapiserver import executor_api_command
 from armada.grpcserver import grpc_command
 from armada.management.commands.runall import celery_beat_command
 from armada.webserver import WEB_COMMAND
+from tests.tls_certs import TlsFiles, make_ca_and_server_cert
+from tests.tls_channels import secure_channel, with_tls
 from tests.waiting import wait_for_http, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -73,10 +84,36 @@ class System:
     grpc_target: str = ""  # host:port of the grpc process
     executor_api_target: str = ""  # host:port of the executor-api process
     children: dict[str, tuple[subprocess.Popen, IO]] = field(default_factory=dict)
+    tls: TlsFiles | None = None  # TLS on the grpc and web ports (``use_tls``), or plaintext
 
     @property
     def auth(self) -> tuple[str, str]:
         return (self.env["ARMADA_USERNAME"], self.env["ARMADA_PASSWORD"])
+
+    @property
+    def verify(self) -> str | bool:
+        """``requests``' ``verify=`` for the web port: the test CA with TLS."""
+        return str(self.tls.ca) if self.tls else True
+
+    def use_tls(self, config: dict) -> dict:
+        """Turn TLS on for the grpc and web ports (call before starting them): a new CA and
+        server certificate under ``workdir``, ``url`` and ``ARMADA_URL`` made ``https://``,
+        ``ARMADA_CA_FILE`` set for armadactl; ``config`` with ``grpc.tls`` and ``web.tls``
+        (write it and point ``ARMADA_CONFIG`` at it)."""
+        self.tls = make_ca_and_server_cert(self.workdir / "tls")
+        self.url = self.url.replace("http://", "https://", 1)
+        self.env["ARMADA_URL"] = self.url
+        self.env["ARMADA_CA_FILE"] = str(self.tls.ca)
+        return with_tls(config, self.tls)
+
+    def grpc_channel(self, authorization: str | None = None) -> grpc.Channel:
+        """A channel to the grpc process (TLS trusting the test CA when the system has TLS)
+        whose every call sends ``authorization`` (none when None)."""
+        if self.tls:
+            return secure_channel(self.grpc_target, self.tls.ca, authorization)
+        if authorization is None:
+            return grpc.insecure_channel(self.grpc_target)
+        return authenticated_channel(self.grpc_target, authorization)
 
     def armadactl(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
         exe = Path(PY).with_name("armadactl")
@@ -155,12 +192,20 @@ class System:
     def start_grpc(self) -> None:
         """Start the grpc process on ``grpc_target`` and wait until it answers Health."""
         self.start("grpc", grpc_command(self.grpc_target))
-        wait_for_grpc(self.grpc_target, self.children["grpc"][0], details=self.log_tail)
+        wait_for_grpc(
+            self.grpc_target,
+            self.children["grpc"][0],
+            details=self.log_tail,
+            ca_file=self.tls.ca if self.tls else None,
+        )
 
     def get(self, path: str) -> requests.Response:
-        return requests.get(self.url + path, auth=self.auth, timeout=HTTP_TIMEOUT)
+        return requests.get(
+            self.url + path, auth=self.auth, timeout=HTTP_TIMEOUT, verify=self.verify
+        )
 
     def post(self, path: str, **kwargs) -> requests.Response:
+        kwargs.setdefault("verify", self.verify)
         return requests.post(self.url + path, auth=self.auth, timeout=HTTP_TIMEOUT, **kwargs)
 
     def wait_for(self, what: str, predicate, timeout: float = 60.0, interval: float = 0.3):
@@ -216,11 +261,16 @@ def process_env(tmp_path: Path, **extra: str) -> dict[str, str]:
 
 
 def wait_for_grpc(
-    target: str, process: subprocess.Popen | None = None, details: Callable[[], str] = str
+    target: str,
+    process: subprocess.Popen | None = None,
+    details: Callable[[], str] = str,
+    *,
+    ca_file: Path | None = None,
 ) -> None:
     """Wait until the grpc process at ``target`` answers ``api.Submit/Health`` (which needs
-    no credentials); fail at once if ``process`` has exited."""
-    channel = grpc.insecure_channel(target)
+    no credentials), over TLS trusting ``ca_file`` when given; fail at once if ``process``
+    has exited."""
+    channel = secure_channel(target, ca_file) if ca_file else grpc.insecure_channel(target)
     client = ArmadaClient(channel)
 
     def serving() -> bool:
@@ -279,14 +329,20 @@ def authenticated_channel(target: str, authorization: str) -> grpc.Channel:
     )
 
 
-def web_command(port: int) -> list[str]:
-    """The web process on ``port``, started as production starts it."""
-    return [PY, "-m", *WEB_COMMAND, "--host", "127.0.0.1", "--port", str(port)]
+def web_command(port: int, tls: TlsFiles | None = None) -> list[str]:
+    """The web process on ``port``, started as production starts it (HTTPS with ``tls``,
+    with the options runall gives it)."""
+    from armada.tls import ServerTls
+    from armada.webserver import tls_options
+
+    options = tls_options(ServerTls(str(tls.cert), str(tls.key)) if tls else None)
+    return [PY, "-m", *WEB_COMMAND, "--host", "127.0.0.1", "--port", str(port), *options]
 
 
 @pytest.fixture
 def launch(transactional_db, tmp_path, django_user_model) -> Iterator:
-    """``launch(config)`` starts web, scheduler and one worker per executor of ``config``."""
+    """``launch(config)`` starts web, scheduler and one worker per executor of ``config``;
+    ``launch(config, tls=True)`` with TLS on the grpc and web ports (``System.use_tls``)."""
     django_user_model.objects.create_superuser("e2e-admin", "e2e@example.com", "e2e-password")
     (tmp_path / "armadactl.yaml").write_text("{}\n")  # keep ~/.armadactl.yaml out of the test
     logs = tmp_path / "logs"
@@ -308,9 +364,11 @@ def launch(transactional_db, tmp_path, django_user_model) -> Iterator:
         url=env["ARMADA_URL"], env=env, logs=logs, workdir=tmp_path, grpc_target=grpc_target
     )
 
-    def start(config: dict) -> System:
+    def start(config: dict, *, tls: bool = False) -> System:
+        if tls:
+            config = system.use_tls(config)
         system.env["ARMADA_CONFIG"] = str(system.write_config(config))
-        system.start("web", web_command(port))
+        system.start("web", web_command(port, system.tls))
         system.start_scheduler()
         system.start_executors(config)
 
@@ -319,6 +377,7 @@ def launch(transactional_db, tmp_path, django_user_model) -> Iterator:
             "the web process",
             processes=[proc for proc, _ in system.children.values()],
             details=system.log_tail,
+            verify=system.verify,
         )
         system.start_grpc()
         return system
@@ -356,7 +415,7 @@ def armada_client(system) -> Iterator[Callable[..., ArmadaClient]]:
             name = f"e2e-grpc-{len(channels)}"
             key = token_create(user=user, name=name, expires_at=None, now=timezone.now()).key
             authorization = f"Bearer {key}"
-        channels.append(authenticated_channel(system.grpc_target, authorization))
+        channels.append(system.grpc_channel(authorization))
         return ArmadaClient(channels[-1])
 
     yield make

@@ -26,7 +26,6 @@ from tests.e2e.conftest import (
     E2E_CONFIG,
     System,
     _free_port,
-    authenticated_channel,
     process_env,
     web_command,
 )
@@ -96,9 +95,10 @@ NOWHERE = {"zone": "nowhere"}
 # --- the system ----------------------------------------------------------------------------
 
 
-def new_system(workdir: Path, config: dict) -> System:
+def new_system(workdir: Path, config: dict, *, tls: bool = False) -> System:
     """A system with ``config`` in ``workdir``, not started yet (``run_system``): the
-    environment of conftest's ``launch``, for a system that outlives one test."""
+    environment of conftest's ``launch``, for a system that outlives one test. With ``tls``
+    its grpc and web ports speak TLS with a CA made for it (``System.use_tls``)."""
     logs = workdir / "logs"
     logs.mkdir()
     (workdir / "armadactl.yaml").write_text("{}\n")
@@ -121,6 +121,8 @@ def new_system(workdir: Path, config: dict) -> System:
         workdir=workdir,
         grpc_target=f"127.0.0.1:{_free_port()}",
     )
+    if tls:
+        config = system.use_tls(config)
     system.env["ARMADA_CONFIG"] = str(system.write_config(config))
     return system
 
@@ -129,7 +131,7 @@ def run_system(system: System, config: dict) -> None:
     """Start web, scheduler with beat, a worker per executor of ``config`` and grpc, as
     ``launch`` does, and wait until web and grpc answer. The caller stops them
     (``System.stop_all``) whatever happens."""
-    system.start("web", web_command(int(system.url.rsplit(":", 1)[1])))
+    system.start("web", web_command(int(system.url.rsplit(":", 1)[1]), system.tls))
     system.start_scheduler()
     system.start_executors(config)
     wait_for_http(
@@ -137,6 +139,7 @@ def run_system(system: System, config: dict) -> None:
         "the web process",
         processes=[proc for proc, _ in system.children.values()],
         details=system.log_tail,
+        verify=system.verify,
     )
     system.start_grpc()
 
@@ -150,13 +153,10 @@ class Flows:
     channels: list[grpc.Channel] = field(default_factory=list)
 
     def channel(self, user: str | None) -> grpc.Channel:
-        """A channel that sends ``user``'s token (none at all for None)."""
-        if user is None:
-            self.channels.append(grpc.insecure_channel(self.system.grpc_target))
-        else:
-            self.channels.append(
-                authenticated_channel(self.system.grpc_target, f"Bearer {self.tokens[user]}")
-            )
+        """A channel that sends ``user``'s token (none at all for None); over TLS, trusting
+        the system's CA, when the system has TLS."""
+        authorization = None if user is None else f"Bearer {self.tokens[user]}"
+        self.channels.append(self.system.grpc_channel(authorization))
         return self.channels[-1]
 
     def client(self, user: str | None = ADMIN) -> ArmadaClient:
@@ -202,13 +202,18 @@ def module_database(django_db_blocker) -> Iterator[None]:
             call_command("flush", interactive=False, verbosity=0)
 
 
-def module_system(tmp_path_factory, name: str, config: dict = CONFIG) -> Iterator[Flows]:
+def module_system(
+    tmp_path_factory, name: str, config: dict = CONFIG, *, tls: bool = False
+) -> Iterator[Flows]:
     """A system for a whole module (database access must be open): its users, then its
-    processes, stopped at the end whatever happens."""
+    processes, stopped at the end whatever happens. With ``tls`` the grpc and web ports
+    speak TLS (see ``System.use_tls``): ``Flows.client``/``channel`` then open TLS
+    channels that trust the system's CA, and ``Flows.system.verify`` is the ``verify=`` of
+    HTTPS requests."""
     flows: Flows | None = None
     try:
         tokens = users_and_tokens()
-        system = new_system(tmp_path_factory.mktemp(name), config)
+        system = new_system(tmp_path_factory.mktemp(name), config, tls=tls)
         flows = Flows(system=system, tokens=tokens)
         run_system(system, config)
         yield flows
