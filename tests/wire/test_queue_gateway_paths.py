@@ -50,7 +50,7 @@ def test_the_queue_and_policy_paths_of_the_gateway(admin_user, owner):
         await send("put", "/v1/queue/gw", {"priorityFactor": 3, "userOwners": ["olive"]})
         await send("get", "/v1/queue/gw")
         await send("get", "/v1/batched/queues")
-        await send("post", "/v1/queue", {"name": "bad", "resourceLimits": {"cpu": 0.5}})
+        await send("post", "/v1/queue", {"name": "bad", "priorityFactor": 0.5})
         await send(
             "post",
             "/v1/retry-policy",
@@ -87,6 +87,7 @@ def test_the_queue_and_policy_paths_of_the_gateway(admin_user, owner):
     listed = answers[4][1]
     assert [m["result"]["Event"]["queue"]["name"] for m in listed[:-1]] == ["gw"]
     assert listed[-1] == {"result": {"Event": {"end": {}}}}
-    assert answers[5][1]["message"].startswith("invalid request: resourceLimits: is not supported")
+    assert answers[5][1]["message"].startswith("invalid request: priorityFactor: ")
+    assert answers[5][1]["error"] == answers[5][1]["message"]
     assert answers[7][1]["rules"][0]["mutate"]["resources"]["memory"]["static"] == "1Gi"
     assert [p["name"] for p in answers[8][1]["retryPolicies"]] == ["p"]
