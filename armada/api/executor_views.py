@@ -1,5 +1,5 @@
-"""API views for executors: list, read with their nodes, cordon (with an optional reason)
-and uncordon."""
+"""API views for executors: list, read with their nodes, delete (retire), cordon (with an
+optional reason) and uncordon."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from armada.api.views import (
 )
 from armada.services import executors_admin as executor_services
 from armada.services.errors import FieldError, ValidationFailed
+from armada.services.executor_actions import executor_delete
 
 
 class CordonExecutorSerializer(serializers.Serializer):
@@ -28,6 +29,15 @@ class CordonExecutorSerializer(serializers.Serializer):
         required=False,
         max_length=executor_services.MAX_CORDON_REASON,
         help_text="why (cordon only); kept on the executor until it is uncordoned",
+    )
+
+
+class ExecutorDeletedSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    credentialsRevoked = serializers.IntegerField(help_text="credentials revoked now")
+    nodesRemoved = serializers.IntegerField()
+    activeRuns = serializers.IntegerField(
+        help_text="runs still active on it, to be ended by lease expiry"
     )
 
 
@@ -61,6 +71,21 @@ class ExecutorDetailView(ApiView):
     def get(self, request: Request, executor_id: str) -> Response:
         found = executor_services.executor_get(executor_id=executor_id, now=timezone.now())
         return Response(ExecutorDetailSerializer(found).data)
+
+    @extend_schema(
+        request=None,
+        responses={200: ExecutorDeletedSerializer, **ERRORS},
+        summary="Delete (retire) an executor",
+        description="Needs the global `update_executor_settings` permission (Armada's). In "
+        "one transaction the executor's credentials are revoked and its record and nodes are "
+        "removed: it leases nothing more and leaves the listings. Its runs still active are "
+        "ended by lease expiry at the next scheduling cycle (lease_expired, decided by the "
+        "job's retry policy); cancel or preempt them first to end them otherwise. 404 when "
+        "there is no such executor.",
+    )
+    def delete(self, request: Request, executor_id: str) -> Response:
+        result = executor_delete(actor=request.user, executor_id=executor_id, now=timezone.now())
+        return Response(result)
 
 
 class ExecutorCordonView(ApiView):

@@ -2,6 +2,7 @@ from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from armada.api import (
+    executor_action_views,
     executor_credential_views,
     executor_views,
     job_views,
@@ -58,6 +59,16 @@ urlpatterns = [
         "executors/<str:executor_id>/uncordon",
         executor_views.ExecutorCordonView.as_view(cordoned=False),
         name="executor-uncordon",
+    ),
+    path(
+        "executors/<str:executor_id>/cancel",
+        executor_action_views.ExecutorCancelView.as_view(),
+        name="executor-cancel",
+    ),
+    path(
+        "executors/<str:executor_id>/preempt",
+        executor_action_views.ExecutorPreemptView.as_view(),
+        name="executor-preempt",
     ),
     path(
         "executor-credentials",
