@@ -25,18 +25,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
 
 from django.conf import settings
 from django.db import transaction
 
 from armada.core.reports import RunReport, failure_cause
 from armada.core.states import JOB_STATE_FOR_RUN, EventType, JobState, RunState, run_can_move
-from armada.models import Event, Job, Run, RunLog
+from armada.models import Job, Run, RunLog
 from armada.services import latest_run
 from armada.services.failures import lease_return_verdict
 from armada.services.locking import lock_runs_with_jobs
 from armada.services.report_outcomes import Outcome, ReportOutcome
+from armada.services.report_stops import record_cancelled, record_preempted, stop_requests
 from armada.services.run_ingress import FIELD as INGRESS_FIELD
 from armada.services.run_ingress import ingress_outcome, record_ingress
 from armada.services.runs import FAILURE_CATEGORY_COUNTER, RUN_FIELDS, Changes, record_failure
@@ -134,7 +134,7 @@ def runs_apply_report_batch(
         if ingress:
             changes.run_fields = (*changes.run_fields, INGRESS_FIELD)
         logs: dict[str, RunReport] = {}
-        stops = _stop_requests(runs, reports)
+        stops = stop_requests(runs, reports)
         for i in in_run_order(reports):
             report = reports[i]
             run = runs.get(report.run_id)
@@ -156,9 +156,11 @@ def runs_apply_report_batch(
             if report.state == RunState.LEASE_RETURNED:
                 _lease_returned(run, job, report, changes, max_retries)
             elif report.state == RunState.PREEMPTED:
-                _preempted(run, job, report, changes, stops.get(run.id, {}))
+                record_preempted(run, job, report, changes, stops.get(run.id, {}))
             elif report.state == RunState.CANCELLED:
-                _cancelled(run, job, report, changes, stops.get(run.id, {}).get("requestor", ""))
+                record_cancelled(
+                    run, job, report, changes, stops.get(run.id, {}).get("requestor", "")
+                )
             elif report.state == RunState.FAILED:
                 _finish(run, report)
                 record_failure(run=run, changes=changes)
@@ -219,26 +221,6 @@ def _outcome(run: Run | None, report: RunReport, executor_id: str) -> ReportOutc
     return ReportOutcome(Outcome.REFUSED, f"a {current} run cannot become {report.state}")
 
 
-def _stop_requests(runs: dict[str, Run], reports: Sequence[RunReport]) -> dict[str, dict[str, Any]]:
-    """The stops that these reports complete, by run: the payload of the run's
-    ``cancelling`` or ``preempting`` event (who asked, empty when the scheduler did; and for
-    a preemption that made room for another job, that job and its run). One read for the
-    batch, and only when it holds a stop."""
-    stopped = [
-        runs[r.run_id]
-        for r in reports
-        if r.state in (RunState.CANCELLED, RunState.PREEMPTED) and r.run_id in runs
-    ]
-    if not stopped:
-        return {}
-    rows = Event.objects.filter(
-        job_id__in={run.job_id for run in stopped},
-        run_id__in={run.id for run in stopped},
-        type__in=[EventType.CANCELLING, EventType.PREEMPTING],
-    ).values_list("run_id", "payload")
-    return {run_id: payload or {} for run_id, payload in rows}
-
-
 def _advance(run: Run, job: Job, report: RunReport, changes: Changes) -> None:
     run.state = report.state
     if report.state == RunState.PENDING:
@@ -283,60 +265,6 @@ def _finish(run: Run, report: RunReport) -> None:
         failure_cause(report.conditions, report.containers)
         if report.state == RunState.FAILED
         else ""
-    )
-
-
-def _preempted(
-    run: Run, job: Job, report: RunReport, changes: Changes, stop: dict[str, Any]
-) -> None:
-    """The run was stopped for other work: the job ends preempted and is not retried. The
-    ``preempted`` event names who asked, and the job (and its run) the room was made for
-    when the scheduler preempted it for one."""
-    by = {k: stop[k] for k in ("preemptingJobId", "preemptiveRunId") if stop.get(k)}
-    run.state = RunState.PREEMPTED
-    run.finished_at = report.at
-    run.reason = "Preempted"
-    run.message = run.stop_reason or report.message
-    run.retryable = False
-    job.state = JobState.PREEMPTED
-    job.last_transition_at = report.at
-    job.terminal_reason = "Preempted"
-    job.terminal_message = run.message
-    changes.event(
-        EventType.PREEMPTED,
-        run,
-        job,
-        report.at,
-        clusterId=run.executor,
-        nodeName=run.node,
-        reason=run.message,
-        requestor=str(stop.get("requestor") or ""),
-        **by,
-    )
-    changes.failed_event(
-        run,
-        job,
-        report.at,
-        retryable=False,
-        category="",
-        subcategory="",
-        reason="Preempted",
-        message=run.message,
-    )
-
-
-def _cancelled(run: Run, job: Job, report: RunReport, changes: Changes, requestor: str) -> None:
-    """The run was stopped because its job was cancelled."""
-    run.state = RunState.CANCELLED
-    run.finished_at = report.at
-    run.reason = "Cancelled"
-    run.message = run.stop_reason
-    job.state = JobState.CANCELLED
-    job.last_transition_at = report.at
-    job.terminal_reason = "Cancelled"
-    job.terminal_message = run.stop_reason
-    changes.event(
-        EventType.CANCELLED, run, job, report.at, reason=run.stop_reason, requestor=requestor
     )
 
 
