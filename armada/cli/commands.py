@@ -11,6 +11,7 @@ from typing import Any
 from armada.cli.client import ApiError, ArmadaClient
 from armada.cli.config import Settings, resolve_settings
 from armada.cli.contexts import armada_address
+from armada.cli.exitcodes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, PROG
 from armada.cli.jobfile import JobFileError, check_job_file, describe_job_file, load_job_file
 from armada.cli.output import (
     render_data,
@@ -25,8 +26,7 @@ from armada.cli.policyfile import load_policy_file
 from armada.cli.resourcefile import load_resources
 from armada.cli.watch import JobSetTracker, run_watch
 
-PROG = "armadactl"
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+__all__ = ["EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "PROG"]
 
 
 def connection_flags(args: argparse.Namespace) -> dict[str, str | None]:
@@ -226,19 +226,39 @@ def cmd_get_job(args: argparse.Namespace) -> int:
 
 
 def cmd_preempt_job(args: argparse.Namespace) -> int:
+    """Armada's two lines: what is asked, then ``Requested preemption for job ID``."""
     client = make_client(args)
+    out(
+        f"Requesting preemption of job matching queue: {args.queue}, job set: {args.job_set}, "
+        f"and job Id: {args.job_id}"
+    )
     job = client.get_job(args.job_id)
     if job.get("queue") != args.queue or job.get("jobSetId") != args.job_set:
         raise ApiError(f"job {args.job_id} is not in queue {args.queue}, job set {args.job_set}")
     client.preempt_job(args.job_id, args.reason)
-    out(f"Requested preemption of job {args.job_id}")
+    out(f"Requested preemption for job {args.job_id}")
     return EXIT_OK
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
+    """Armada's lines, which scripts read: ``Requesting cancellation of ...``, then
+    ``Requested cancellation for jobs ID, ID`` (one job) or ``... for job set SET``."""
+    if args.job_id:
+        out(
+            f"Requesting cancellation of jobs matching queue: {args.queue}, job set: "
+            f"{args.job_set}, and job ID: {args.job_id}"
+        )
+    else:
+        out(
+            f"Requesting cancellation of job set matching queue: {args.queue}, job set: "
+            f"{args.job_set}"
+        )
     ids = [args.job_id] if args.job_id else None
     cancelled = make_client(args).cancel(args.queue, args.job_set, ids)
-    out(f"Cancelling {len(cancelled)} job(s)")
+    if args.job_id:
+        out(f"Requested cancellation for jobs {', '.join(cancelled)}")
+    else:
+        out(f"Requested cancellation for job set {args.job_set}")
     return EXIT_OK
 
 
@@ -279,9 +299,15 @@ def cmd_get_scheduling(args: argparse.Namespace) -> int:
 
 
 def cmd_reprioritize(args: argparse.Namespace) -> int:
+    """Armada's lines: ``Reprioritized jobs with ID:`` and one id a line; finding no job to
+    change is an error, as in Armada."""
     ids = [args.job_id] if args.job_id else None
     changed = make_client(args).reprioritize(args.queue, args.job_set, args.priority, ids)
-    out(f"Reprioritized {len(changed)} job(s) to priority {args.priority}")
+    if not changed:
+        raise ApiError("no jobs were reprioritized")
+    out("Reprioritized jobs with ID:")
+    for job_id in changed:
+        out(job_id)
     return EXIT_OK
 
 
@@ -317,7 +343,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
     answer = make_client(args).submit_jobs(data)
     job_set = answer.get("jobSetId") or data["jobSetId"]
     for job_id in answer["jobIds"]:
-        out(f"Submitted job id {job_id} (job set {job_set})")
+        out(f"Submitted job with id {job_id} to job set {job_set}")
     return EXIT_OK
 
 

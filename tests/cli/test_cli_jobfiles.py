@@ -85,9 +85,11 @@ def test_submit_prints_one_line_per_job(
     code, out, err = run(capsys, "--url", fake_armada.url, "submit", str(path))
     assert (code, err) == (0, "")
     assert out.splitlines() == [
-        "Submitted job id 01jfake0001 (job set js1)",
-        "Submitted job id 01jfake0002 (job set js1)",
+        "Submitted job with id 01jfake0001 to job set js1",
+        "Submitted job with id 01jfake0002 to job set js1",
     ]
+    # Armada's line: scripts take the id as the fifth word.
+    assert [line.split()[4] for line in out.splitlines()] == ["01jfake0001", "01jfake0002"]
     (request,) = fake_armada.requests
     assert request.path == "/api/v1/jobs"
     assert request.body == VALID_JOB_FILE

@@ -144,7 +144,11 @@ def test_preempt_job_checks_queue_and_job_set_then_asks_the_server(
         "maintenance",
     )
     assert (code, err) == (0, "")
-    assert out.strip() == "Requested preemption of job 01jjob0001"
+    assert out.splitlines() == [  # Armada's two lines
+        f"Requesting preemption of job matching queue: {queue}, job set: {job_set}, "
+        "and job Id: 01jjob0001",
+        "Requested preemption for job 01jjob0001",
+    ]
     assert fake_armada.paths("POST") == ["/api/v1/jobs/01jjob0001/preempt"]
     assert fake_armada.requests[-1].body == {"reason": "maintenance"}
 
@@ -175,7 +179,7 @@ def test_reprioritize_a_job_and_a_job_set(
     code, out, _ = run(
         capsys, "--url", fake_armada.url, "reprioritize", "job", queue, job_set, "01jjob0001", "5"
     )
-    assert (code, out.strip()) == (0, "Reprioritized 1 job(s) to priority 5")
+    assert (code, out.splitlines()) == (0, ["Reprioritized jobs with ID:", "01jjob0001"])
     assert fake_armada.requests[-1].body == {
         "queue": queue,
         "jobSetId": job_set,
@@ -185,7 +189,8 @@ def test_reprioritize_a_job_and_a_job_set(
     code, out, _ = run(
         capsys, "--url", fake_armada.url, "reprioritize", "job-set", queue, job_set, "2"
     )
-    assert (code, out.strip()) == (0, "Reprioritized 2 job(s) to priority 2")
+    assert code == 0
+    assert out.splitlines() == ["Reprioritized jobs with ID:", "01jjob0001", "01jjob0002"]
     assert fake_armada.requests[-1].body == {"queue": queue, "jobSetId": job_set, "priority": 2}
     code, _, _ = run(
         capsys, "--url", fake_armada.url, "reprioritize", "job-set", queue, job_set, "high"
@@ -201,7 +206,14 @@ def test_cancel_a_job_and_a_job_set(
     code, out, _ = run(
         capsys, "--url", fake_armada.url, "cancel", "job", queue, job_set, "01jjob0001"
     )
-    assert (code, out.strip()) == (0, "Cancelling 1 job(s)")
+    assert (code, out.splitlines()) == (
+        0,
+        [
+            f"Requesting cancellation of jobs matching queue: {queue}, job set: {job_set}, "
+            "and job ID: 01jjob0001",
+            "Requested cancellation for jobs 01jjob0001",
+        ],
+    )
     assert fake_armada.paths("POST") == ["/api/v1/jobs/cancel"]
     assert fake_armada.requests[-1].body == {
         "queue": queue,
@@ -209,5 +221,21 @@ def test_cancel_a_job_and_a_job_set(
         "jobIds": ["01jjob0001"],
     }
     code, out, _ = run(capsys, "--url", fake_armada.url, "cancel", "job-set", queue, job_set)
-    assert (code, out.strip()) == (0, "Cancelling 1 job(s)")
+    assert (code, out.splitlines()) == (
+        0,
+        [
+            f"Requesting cancellation of job set matching queue: {queue}, job set: {job_set}",
+            f"Requested cancellation for job set {job_set}",
+        ],
+    )
     assert fake_armada.requests[-1].body == {"queue": queue, "jobSetId": job_set}
+
+
+def test_reprioritize_finding_no_job_is_an_error_as_in_armada(
+    capsys: pytest.CaptureFixture[str], fake_armada: FakeArmada
+) -> None:
+    code, out, err = run(
+        capsys, "--url", fake_armada.url, "reprioritize", "job-set", "q1", "empty", "3"
+    )
+    assert (code, out) == (1, "")
+    assert err.strip() == "Error: no jobs were reprioritized"
