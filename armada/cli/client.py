@@ -14,17 +14,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
-
-import requests
 
 from armada.cli.client_actions import ActionCalls
 from armada.cli.client_credentials import CredentialCalls
 from armada.cli.client_reports import ReportCalls
 from armada.cli.config import Settings
-from armada.cli.errors import ApiError, error_from_body
+from armada.cli.errors import ApiError, GrpcEndpointError, error_from_body
 from armada.cli.stream import CAUGHT_UP, StreamDropped, read_events
+
+if TYPE_CHECKING:
+    import requests
 
 __all__ = ["CAUGHT_UP", "ApiError", "ArmadaClient", "StreamDropped", "error_from_body"]
 
@@ -58,6 +59,27 @@ class ArmadaClient(ActionCalls, ReportCalls, CredentialCalls):
         self.stream_read_timeout = (
             STREAM_READ_TIMEOUT if stream_read_timeout is None else stream_read_timeout
         )
+
+    def _request(self, method: str, path: str, **options: Any) -> requests.Response:
+        """A request; when the address turns out to be Armada's gRPC API, the REST API paired
+        with it (``armada.cli.addresses``) is used from then on."""
+        try:
+            return super()._request(method, path, **options)
+        except GrpcEndpointError as exc:
+            from armada.cli.addresses import paired_rest_url
+
+            rest = paired_rest_url(self.base_url)
+            if rest is None or rest == self.base_url:
+                raise
+            self.base_url = rest
+            try:
+                return super()._request(method, path, **options)
+            except ApiError as again:
+                if again.status is not None:
+                    raise  # the REST API answered: its answer stands
+                raise ApiError(
+                    f"{exc.message}. Tried the REST API at {rest} instead: {again.message}"
+                ) from None
 
     # -- queues and jobs --------------------------------------------------------------
 

@@ -1,15 +1,29 @@
 """The HTTP plumbing of armadactl's client: the session with its credentials, one request
-with its errors turned into ``ApiError``, and reading JSON answers."""
+with its errors turned into ``ApiError``, and reading JSON answers.
+
+Short requests to a plain ``http://`` address go through ``http_lite.LiteSession`` (the
+standard library); ``requests`` is imported only when a request needs it (``https://``, the
+event stream, a proxy): see ``armada.cli.http_lite``. TLS settings belong on ``session``
+(the ``requests`` session), which is made on first use.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
-
-import requests
+from typing import TYPE_CHECKING, Any
 
 from armada.cli.config import CA_FILE_ENV, Settings, ca_file
-from armada.cli.errors import ApiError, error_from_body
+from armada.cli.errors import ApiError, GrpcEndpointError, error_from_body
+from armada.cli.http_lite import (
+    LiteResponse,
+    LiteSession,
+    TransportError,
+    answered_with_grpc,
+    lite_session_allowed,
+)
+
+if TYPE_CHECKING:
+    import requests
 
 CONNECT_TIMEOUT = 10.0
 READ_TIMEOUT = 60.0
@@ -25,14 +39,32 @@ class HttpClient:
         # Given with each request, so that it wins over REQUESTS_CA_BUNDLE (which requests
         # uses when this is True, as it uses its own bundle when neither is set).
         self.verify: str | bool = settings.ca_file or ca_file() or True
-        self.session = session or requests.Session()
-        self.session.headers["User-Agent"] = USER_AGENT
-        self.session.headers["Accept"] = "application/json"
-        kind = settings.auth_kind
+        self._session = self._prepare(session) if session is not None else None
+        self._lite = (
+            self._prepare(LiteSession())
+            if session is None and lite_session_allowed(self.base_url)
+            else None
+        )
+
+    def _prepare(self, session: Any) -> Any:
+        """``session`` with armadactl's headers and the configured credentials."""
+        session.headers["User-Agent"] = USER_AGENT
+        session.headers["Accept"] = "application/json"
+        kind = self.settings.auth_kind
         if kind == "token":
-            self.session.headers["Authorization"] = f"Token {settings.token}"
+            session.headers["Authorization"] = f"Token {self.settings.token}"
         elif kind == "basic":
-            self.session.auth = (settings.username or "", settings.password or "")
+            session.auth = (self.settings.username or "", self.settings.password or "")
+        return session
+
+    @property
+    def session(self) -> requests.Session:
+        """The ``requests`` session, made (and ``requests`` imported) on first use."""
+        if self._session is None:
+            import requests
+
+            self._session = self._prepare(requests.Session())
+        return self._session
 
     # -- plumbing ---------------------------------------------------------------------
 
@@ -41,8 +73,20 @@ class HttpClient:
 
     def _connection_error(self, exc: Exception) -> ApiError:
         text = str(exc)
-        if isinstance(exc, requests.exceptions.Timeout):
+        if isinstance(exc, TransportError):
+            timed_out = exc.timeout
+        else:
+            import requests
+
+            timed_out = isinstance(exc, requests.exceptions.Timeout)
+        if timed_out:
             return ApiError(f"timed out talking to the Armada server at {self.base_url}")
+        if answered_with_grpc(exc):
+            return GrpcEndpointError(
+                f"{self.base_url} answers with gRPC (Armada's gRPC API); armadactl talks to "
+                "the REST API of the web server: give its address (--url, ARMADA_URL, or "
+                "armadaRestUrl in the config context, or ARMADA_REST_URL)"
+            )
         if "SSLError" in type(exc).__name__ or "CERTIFICATE_VERIFY_FAILED" in text:
             trust = f"the CA certificates in {self.verify}" if self.verify is not True else None
             return ApiError(
@@ -72,8 +116,42 @@ class HttpClient:
         stream: bool = False,
         timeout: float = READ_TIMEOUT,
     ) -> requests.Response:
+        response: Any
+        if self._lite is not None and not stream:
+            try:
+                response = self._lite.request(
+                    method,
+                    self._url(path),
+                    json=body,
+                    params=params,
+                    timeout=(CONNECT_TIMEOUT, timeout),
+                )
+            except TransportError as exc:
+                raise self._connection_error(exc) from None
+        else:
+            response = self._send(method, path, body, params, stream, timeout)
+        if response.status_code >= 400:
+            content = self._error_body(response)
+            error = error_from_body(response.status_code, response.reason or "", content)
+            if response.status_code == 401 and self.settings.auth_kind == "none":
+                error.message += self._login_hint()
+            raise error
+        return response
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        body: Any,
+        params: Mapping[str, str] | None,
+        stream: bool,
+        timeout: float,
+    ) -> requests.Response:
+        """One request through the ``requests`` session."""
+        import requests
+
         try:
-            response = self.session.request(
+            return self.session.request(
                 method,
                 self._url(path),
                 json=body,
@@ -84,18 +162,20 @@ class HttpClient:
             )
         except requests.exceptions.RequestException as exc:
             raise self._connection_error(exc) from None
-        if response.status_code >= 400:
-            try:
-                content = response.content
-            except requests.exceptions.RequestException:
-                content = b""
-            finally:
-                response.close()
-            error = error_from_body(response.status_code, response.reason or "", content)
-            if response.status_code == 401 and self.settings.auth_kind == "none":
-                error.message += self._login_hint()
-            raise error
-        return response
+
+    @staticmethod
+    def _error_body(response: Any) -> bytes:
+        """The body of an error answer (empty if it broke off), the connection released."""
+        if isinstance(response, LiteResponse):
+            return response.content
+        import requests
+
+        try:
+            return response.content
+        except requests.exceptions.RequestException:
+            return b""
+        finally:
+            response.close()
 
     def _json(self, response: requests.Response) -> Any:
         try:

@@ -24,6 +24,11 @@ class ApiError(Exception):
         return self.message
 
 
+class GrpcEndpointError(ApiError):
+    """The address given is a gRPC endpoint (Armada's gRPC API), not the REST API that
+    armadactl talks to; ``ArmadaClient`` then tries the REST address paired with it."""
+
+
 def error_from_body(status: int, reason: str, body: bytes | str) -> ApiError:
     """Build an ``ApiError`` from an error response, following the contract's JSON shape.
 
