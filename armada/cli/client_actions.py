@@ -1,5 +1,5 @@
 """armadactl's calls for acting on many jobs at once: across queues (by name or label
-selector) and on one node of an executor."""
+selector), on one node of an executor or on a whole executor; and deleting an executor."""
 
 from __future__ import annotations
 
@@ -50,3 +50,20 @@ class ActionCalls(HttpClient):
         if not isinstance(data.get("jobIds"), list):
             raise ApiError(f"the server's answer to {action} on a node has no jobIds list")
         return [str(job_id) for job_id in data["jobIds"]]
+
+    def executor_action(self, action: str, executor: str, body: Mapping[str, Any]) -> list[str]:
+        """``POST /api/v1/executors/{executor}/{cancel|preempt}`` with ``{"reason", "queues",
+        "priorityClasses", "pools"}``; returns the ids of the jobs acted on."""
+        if action not in NODE_ACTIONS:
+            raise ValueError(f"unknown executor action {action!r}")
+        path = f"executors/{quote(executor, safe='')}/{action}"
+        data = self._object(self._request("POST", path, body=dict(body)), action)
+        if not isinstance(data.get("jobIds"), list):
+            raise ApiError(f"the server's answer to {action} on an executor has no jobIds list")
+        return [str(job_id) for job_id in data["jobIds"]]
+
+    def delete_executor(self, executor: str) -> dict[str, Any]:
+        """``DELETE /api/v1/executors/{executor}``: retire it; answers ``{"id",
+        "credentialsRevoked", "nodesRemoved", "activeRuns"}``."""
+        response = self._request("DELETE", f"executors/{quote(executor, safe='')}")
+        return self._object(response, "executor deletion")

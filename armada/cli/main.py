@@ -14,9 +14,9 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from armada.cli.client import ApiError
-from armada.cli.commands import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
-from armada.cli.config import ConfigError
+from armada.cli.contexts import ConfigError
+from armada.cli.errors import ApiError
+from armada.cli.exitcodes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from armada.cli.jobfile import JobFileError
 from armada.cli.output import (
     format_error,

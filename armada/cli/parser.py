@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from armada.cli.commands import PROG
+from armada.cli.exitcodes import PROG
 from armada.cli.parser_admin import (
     add_config_commands,
     add_executor_commands,

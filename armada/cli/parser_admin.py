@@ -1,31 +1,43 @@
 """``armadactl`` commands for operators and for the session: executors (get, cordon,
-uncordon), executor credentials (create, get, revoke), jobs on a node (cancel, preempt),
-login and logout, the config file's contexts, version."""
+uncordon, delete, cancel or preempt their jobs), executor credentials (create, get, revoke),
+jobs on a node (cancel, preempt), login and logout, the config file's contexts, version,
+docs."""
 
 from __future__ import annotations
 
-from armada.cli.commands import cmd_cordon_executor, cmd_get_executor, cmd_get_executors
-from armada.cli.config_commands import (
-    cmd_current_context,
-    cmd_get_contexts,
-    cmd_use_context,
-    cmd_version,
-)
-from armada.cli.executor_credentials import (
-    cmd_create_executor_credential,
-    cmd_get_executor_credentials,
-    cmd_revoke_executor_credential,
-    credential_id,
-)
-from armada.cli.login import cmd_login, cmd_logout
-from armada.cli.node_actions import check_node, cmd_node_action
+from armada.cli.docs_topics import TOPICS
 from armada.cli.parser_common import (
     ArgumentParser,
     CommandTree,
     add_output_option,
     add_priority_class_filter,
+    lazy,
     name_list,
 )
+
+cmd_cordon_executor, cmd_get_executor, cmd_get_executors = lazy(
+    "commands", "cmd_cordon_executor", "cmd_get_executor", "cmd_get_executors"
+)
+cmd_current_context, cmd_get_contexts, cmd_use_context, cmd_version = lazy(
+    "config_commands", "cmd_current_context", "cmd_get_contexts", "cmd_use_context", "cmd_version"
+)
+check_delete_executor, check_executor_action, cmd_delete_executor, cmd_executor_action = lazy(
+    "executor_actions",
+    "check_delete_executor",
+    "check_executor_action",
+    "cmd_delete_executor",
+    "cmd_executor_action",
+)
+(credential_id,) = lazy("executor_credentials", "credential_id")
+(cmd_docs,) = lazy("docs_topics", "cmd_docs")
+cmd_create_executor_credential, cmd_get_executor_credentials, cmd_revoke_executor_credential = lazy(
+    "executor_credentials",
+    "cmd_create_executor_credential",
+    "cmd_get_executor_credentials",
+    "cmd_revoke_executor_credential",
+)
+cmd_login, cmd_logout = lazy("login", "cmd_login", "cmd_logout")
+check_node, cmd_node_action = lazy("node_actions", "check_node", "cmd_node_action")
 
 
 def add_executor_commands(tree: CommandTree) -> None:
@@ -56,6 +68,43 @@ def add_executor_commands(tree: CommandTree) -> None:
     uncordon = tree.leaf("uncordon", "executor", "Uncordon an executor: it gets new leases again.")
     uncordon.add_argument("executor_id", metavar="ID")
     uncordon.set_defaults(handler=cmd_cordon_executor, cordoned=False)
+
+    delete = tree.leaf(
+        "delete",
+        "executor",
+        "Delete (retire) an executor: its credentials are revoked, it leaves the listings and "
+        "gets no new leases; its runs still active end by lease expiry at the next scheduling "
+        "cycle. Needs the update_executor_settings permission.",
+    )
+    delete.add_argument("executor", metavar="EXECUTOR")
+    delete.set_defaults(
+        handler=cmd_delete_executor, check=check_delete_executor, command_parser=delete
+    )
+    for action, done, permission in (
+        ("cancel", "cancelled", "cancel_any_jobs"),
+        ("preempt", "preempted", "preempt_any_jobs"),
+    ):
+        stop = tree.leaf(
+            action,
+            "executor",
+            f"{action.capitalize()} every active job on an executor (of some queues, priority "
+            f"classes and pools), all or nothing. Needs the {permission} permission.",
+        )
+        stop.add_argument("executor", metavar="EXECUTOR")
+        _add_node_filters(stop, action, done)
+        stop.add_argument(
+            "--pools",
+            type=name_list,
+            action="extend",
+            metavar="P1,P2",
+            help=f"{action} only jobs running in these pools (default: all)",
+        )
+        stop.set_defaults(
+            handler=cmd_executor_action,
+            action=action,
+            check=check_executor_action,
+            command_parser=stop,
+        )
 
 
 def add_executor_credential_commands(tree: CommandTree) -> None:
@@ -179,3 +228,16 @@ def add_config_commands(tree: CommandTree) -> None:
     current.set_defaults(handler=cmd_current_context)
     version = tree.leaf(None, "version", "Show the version of armadactl.")
     version.set_defaults(handler=cmd_version)
+    docs = tree.leaf(
+        None,
+        "docs",
+        "Show armadactl's documentation on a topic, offline (no topic: the list of topics).",
+    )
+    docs.add_argument("topic", metavar="TOPIC", nargs="?", help=", ".join(TOPICS))
+    docs.add_argument(
+        "-p",
+        "--to-stdout",
+        action="store_true",
+        help="accepted for Armada's scripts; the text always goes to standard output",
+    )
+    docs.set_defaults(handler=cmd_docs)

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import argparse
 
-from armada.cli.backtest import check_backtest, cmd_backtest_retry_policy
-from armada.cli.parser_common import CommandTree, add_output_option
+from armada.cli.parser_common import CommandTree, add_output_option, lazy
+
+check_backtest, cmd_backtest_retry_policy = lazy(
+    "backtest", "check_backtest", "cmd_backtest_retry_policy"
+)
 
 BACKTEST_HELP = """\
 Every recorded failure in the range (failed runs and expired leases that the scheduler

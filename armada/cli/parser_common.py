@@ -6,11 +6,12 @@ their subcommands to."""
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from armada.cli.commands import EXIT_USAGE
+from armada.cli.exitcodes import EXIT_USAGE
 from armada.cli.output import OUTPUT_FORMATS
 
 
@@ -20,6 +21,28 @@ class ArgumentParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         self.exit(EXIT_USAGE, f"Error: {message}\n")
+
+
+class Lazy:
+    """A command's handler or check, imported on its first call: building the command line
+    loads none of the command modules (armadactl's start-up; see ``tests/cli/test_start_up``).
+    """
+
+    def __init__(self, module: str, name: str) -> None:
+        self.module, self.name = module, name
+        self.__name__ = name  # what argparse names a type in its messages
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        function = getattr(importlib.import_module(self.module), self.name)
+        return function(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"Lazy({self.module}:{self.name})"
+
+
+def lazy(module: str, *names: str) -> tuple[Lazy, ...]:
+    """``Lazy`` references to ``names`` of ``module`` (``armada.cli.<module>``)."""
+    return tuple(Lazy(f"armada.cli.{module}", name) for name in names)
 
 
 # -- argument types ---------------------------------------------------------------------

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import argparse
 
-from armada.cli.commands import (
+from armada.cli.output import DOCUMENT_FORMATS
+from armada.cli.parser_common import CommandTree, add_output_option, cursor, lazy
+
+(
     cmd_cancel,
     cmd_get_job,
     cmd_get_job_sets,
@@ -14,9 +17,17 @@ from armada.cli.commands import (
     cmd_reprioritize,
     cmd_submit,
     cmd_watch,
+) = lazy(
+    "commands",
+    "cmd_cancel",
+    "cmd_get_job",
+    "cmd_get_job_sets",
+    "cmd_logs",
+    "cmd_preempt_job",
+    "cmd_reprioritize",
+    "cmd_submit",
+    "cmd_watch",
 )
-from armada.cli.output import DOCUMENT_FORMATS
-from armada.cli.parser_common import CommandTree, add_output_option, cursor
 
 
 def add_job_commands(tree: CommandTree) -> None:

@@ -7,29 +7,40 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from armada.cli.commands import (
-    check_update_queue,
-    cmd_create_queue,
-    cmd_delete_queue,
-    cmd_get_queue,
-    cmd_update_queue,
-)
 from armada.cli.parser_common import (
     ArgumentParser,
     CommandTree,
     add_output_option,
     add_priority_class_filter,
     label_map,
+    lazy,
     name_list,
     priority_factor,
 )
-from armada.cli.queue_actions import (
+
+check_update_queue, cmd_create_queue, cmd_delete_queue, cmd_get_queue, cmd_update_queue = lazy(
+    "commands",
+    "check_update_queue",
+    "cmd_create_queue",
+    "cmd_delete_queue",
+    "cmd_get_queue",
+    "cmd_update_queue",
+)
+(
     check_cancel,
     check_selection,
     cmd_cancel_queues,
     cmd_cordon_queues,
     cmd_get_queues,
     cmd_preempt_queues,
+) = lazy(
+    "queue_actions",
+    "check_cancel",
+    "check_selection",
+    "cmd_cancel_queues",
+    "cmd_cordon_queues",
+    "cmd_get_queues",
+    "cmd_preempt_queues",
 )
 
 

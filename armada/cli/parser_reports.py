@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import argparse
 
-from armada.cli.commands import cmd_get_scheduling
-from armada.cli.parser_common import CommandTree, add_output_option
-from armada.cli.reports import cmd_job_report, cmd_queue_report, cmd_scheduling_report
+from armada.cli.parser_common import CommandTree, add_output_option, lazy
+
+(cmd_get_scheduling,) = lazy("commands", "cmd_get_scheduling")
+cmd_job_report, cmd_queue_report, cmd_scheduling_report = lazy(
+    "reports", "cmd_job_report", "cmd_queue_report", "cmd_scheduling_report"
+)
 
 MAX_VERBOSITY = 3
 

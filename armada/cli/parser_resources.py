@@ -5,16 +5,25 @@ from __future__ import annotations
 
 import argparse
 
-from armada.cli.commands import (
+from armada.cli.output import DOCUMENT_FORMATS
+from armada.cli.parser_common import ArgumentParser, CommandTree, add_output_option, lazy
+
+(
     cmd_create_from_file,
     cmd_create_retry_policy,
     cmd_delete_retry_policy,
     cmd_get_retry_policies,
     cmd_get_retry_policy,
     cmd_update_retry_policy,
+) = lazy(
+    "commands",
+    "cmd_create_from_file",
+    "cmd_create_retry_policy",
+    "cmd_delete_retry_policy",
+    "cmd_get_retry_policies",
+    "cmd_get_retry_policy",
+    "cmd_update_retry_policy",
 )
-from armada.cli.output import DOCUMENT_FORMATS
-from armada.cli.parser_common import ArgumentParser, CommandTree, add_output_option
 
 RESOURCE_FILE_HELP = """FILE is YAML (several documents separated by ---) or JSON; each document has a
 kind, Queue or RetryPolicy:

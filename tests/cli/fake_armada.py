@@ -401,6 +401,8 @@ class Handler(BaseHTTPRequestHandler):
         path, _, _ = self.record()
         if not self.authorized():
             return self.send_error_body(401, "Authentication credentials were not provided.")
+        if ("DELETE", path) in self.fake.canned:
+            return self.send_json(*self.fake.canned["DELETE", path])
         segments = [unquote(s) for s in path.split("/")]
         if len(segments) == 5 and segments[:4] == ["", "api", "v1", "queues"]:
             name = segments[4]
