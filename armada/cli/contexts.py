@@ -84,7 +84,9 @@ def _text(path: Path, where: str, key: str, value: Any) -> str:
 
 
 def armada_address(value: str) -> str:
-    """Armada's ``armadaUrl`` is often ``host:port`` (a gRPC address): read it as http."""
+    """Armada's ``armadaUrl`` is often ``host:port`` (a gRPC address): read it as http. When
+    the server there answers with gRPC, the client turns to the REST API paired with it
+    (``armada.cli.addresses``)."""
     value = value.strip()
     return value if "://" in value else f"http://{value}"
 

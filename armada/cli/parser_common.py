@@ -101,7 +101,8 @@ def add_global_options(parser: argparse.ArgumentParser, *, suppress: bool) -> No
         dest="armada_url",
         default=default,
         metavar="URL",
-        help="Armada's spelling of --url; host:port means http://host:port",
+        help="Armada's spelling of --url; host:port means http://host:port, and a gRPC "
+        "address finds the REST API beside it (armadactl docs connection)",
     )
     group.add_argument("--username", default=default, help="user for HTTP basic auth")
     group.add_argument("--password", default=default, help="password for HTTP basic auth")
