@@ -204,17 +204,24 @@ def swagger_path(rule: HttpRule, request: Descriptor) -> str:
     return _PARAM.sub(lambda m: "{" + _json_path(request, m.group(1))[0] + "}", rule.template)
 
 
-def _simple(schema: dict[str, Any], defs: _Definitions, field: FieldDescriptor) -> dict:
-    """A path or query parameter's type: a scalar, or an enum's names."""
+def _simple(field: FieldDescriptor) -> dict[str, Any]:
+    """A path or query parameter's type: a scalar, a well-known type written as one, or an
+    enum's names."""
     if field.type == F.TYPE_ENUM:
         values = [v.name for v in field.enum_type.values]
         return {"type": "string", "enum": values, "default": values[0]}
+    if field.message_type is not None:
+        schema = _INLINE_TYPES.get(field.message_type.full_name, {})
+    else:
+        schema = _SCALARS[field.type]
     return {k: v for k, v in schema.items() if k in ("type", "format")} or {"type": "string"}
 
 
 def _query_parameters(
-    descriptor: Descriptor, defs: _Definitions, skip: set[str], prefix: str = "", seen=()
+    descriptor: Descriptor, skip: set[str], prefix: str = "", seen: tuple[str, ...] = ()
 ) -> list[dict[str, Any]]:
+    """Every field not in ``skip`` (the path's) as a query parameter; a message's fields
+    dotted under its name; maps, repeated messages and a message inside itself left out."""
     found: list[dict[str, Any]] = []
     for field in descriptor.fields:
         name = prefix + field.json_name
@@ -224,9 +231,9 @@ def _query_parameters(
         if kind is not None and kind.full_name not in _INLINE_TYPES:
             if field.is_repeated or kind.full_name in seen:
                 continue
-            found += _query_parameters(kind, defs, skip, f"{name}.", (*seen, kind.full_name))
+            found += _query_parameters(kind, skip, f"{name}.", (*seen, kind.full_name))
             continue
-        schema = _simple(defs.value(field), defs, field)
+        schema = _simple(field)
         if field.is_repeated:
             found.append(
                 {"name": name, "in": "query", "type": "array", "items": schema,
@@ -244,7 +251,7 @@ def _operation(rule: HttpRule, op: Any, defs: _Definitions, operation_id: str) -
     for dotted in rule.path_fields:
         name, field = _json_path(request, dotted)
         in_path.add(name)
-        schema = _simple(defs.value(field), defs, field)
+        schema = _simple(field)
         parameters.append({**schema, "name": name, "in": "path", "required": True})
     if rule.body == "*":
         body = defs.message(request)
@@ -254,7 +261,7 @@ def _operation(rule: HttpRule, op: Any, defs: _Definitions, operation_id: str) -
         schema = defs.field(field)
         parameters.append({"name": "body", "in": "body", "required": True, "schema": schema})
     else:
-        parameters += _query_parameters(request, defs, in_path)
+        parameters += _query_parameters(request, in_path)
     response = op.method.output_type
     answer = {} if response.full_name == EMPTY else defs.message(response)
     if rule.streaming:
