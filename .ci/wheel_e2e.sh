@@ -88,7 +88,7 @@ jobs:
             requests: {cpu: 100m, memory: 64Mi}
             limits: {cpu: 100m, memory: 64Mi}
 EOF
-job=$(armadactl submit "$WORK/job.yaml" | awk '{print $4}')
+job=$(armadactl submit "$WORK/job.yaml" | awk '{print $5}')
 echo "job $job"
 timeout 180 armadactl watch wheel from-the-wheel --exit-if-inactive
 state=$(armadactl get job "$job" -o json | python3 -c 'import json, sys; print(json.load(sys.stdin)["state"])')

@@ -123,7 +123,7 @@ def test_an_executor_without_database_credentials_runs_jobs_retries_and_failures
     submitted = {}
     for name in ("oom", "exit-code"):
         out = ctl("submit", f"examples/tour/{name}.yaml")
-        submitted[name] = out.split()[3]
+        submitted[name] = out.split()[4]  # Submitted job with id ID to job set S
     ok = tmp_path / "ok.yaml"
     ok.write_text(
         yaml.safe_dump(
@@ -150,7 +150,7 @@ def test_an_executor_without_database_credentials_runs_jobs_retries_and_failures
             }
         )
     )
-    submitted["ok"] = ctl("submit", str(ok)).split()[3]
+    submitted["ok"] = ctl("submit", str(ok)).split()[4]
 
     def job(job_id: str) -> dict:
         return json.loads(ctl("get", "job", job_id, "-o", "json"))

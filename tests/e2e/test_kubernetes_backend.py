@@ -236,7 +236,7 @@ def submit_tour(system) -> dict[str, str]:
         path.write_text(yaml.safe_dump(data))
         done = system.armadactl("submit", str(path))
         assert done.returncode == 0, done.stderr
-        ids[name] = done.stdout.split()[3]  # the tour reads it so: awk '{print $4}'
+        ids[name] = done.stdout.split()[4]  # the tour reads it so: awk '{print $5}'
     return ids
 
 
