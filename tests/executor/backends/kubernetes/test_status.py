@@ -191,6 +191,7 @@ def test_pod_status(name: str, now: datetime, fields: dict[str, Any]) -> None:
         name=meta["name"],
         run_id=meta["labels"]["armada_job_run_id"],
         pending_at=at("09:00:00"),
+        uid=meta["uid"],  # the pod's UID, reported on every event about it
         **{"node": "worker-gpu-3", **fields},
     )
     assert status_of(name, now) == expected
