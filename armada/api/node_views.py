@@ -14,7 +14,9 @@ from rest_framework.response import Response
 
 from armada.api.views import ERRORS, ApiView
 from armada.services.errors import FieldError, ValidationFailed
+from armada.services.executors_admin import require_executor_settings
 from armada.services.node_actions import node_jobs_cancel, node_jobs_preempt
+from armada.services.node_cordon import nodes_set_cordoned
 
 BODY_KEYS = ("reason", "queues", "priorityClasses")
 
@@ -120,3 +122,36 @@ class NodePreemptView(ApiView):
     )
     def post(self, request: Request, executor: str, node: str) -> Response:
         return _stop_on_node(node_jobs_preempt, request, executor, node)
+
+
+class NodeCordonResultSerializer(serializers.Serializer):
+    nodes = serializers.ListField(
+        child=serializers.CharField(), help_text="the node, as executor/node"
+    )
+    cordoned = serializers.BooleanField()
+
+
+class NodeCordonView(ApiView):
+    cordoned = True
+
+    @extend_schema(
+        request=NodeActionSerializer,
+        responses={200: NodeCordonResultSerializer, **ERRORS},
+        summary="Cordon (no new leases; its jobs carry on) or uncordon one node",
+        description="Needs the global `update_executor_settings` permission. A cordon may "
+        'give `{"reason": "..."}` (at most 255 characters); an uncordon takes no body. The '
+        "scheduler counts the node unschedulable until it is uncordoned, whatever its "
+        "executor reports.",
+    )
+    def post(self, request: Request, executor: str, node: str) -> Response:
+        from armada.api.executor_views import cordon_body
+
+        require_executor_settings(request.user)  # 403 before a bad body
+        nodes = nodes_set_cordoned(
+            actor=request.user,
+            executor=executor,
+            node=node,
+            cordoned=self.cordoned,
+            reason=cordon_body(request.data, cordoned=self.cordoned),
+        )
+        return Response({"nodes": nodes, "cordoned": self.cordoned})

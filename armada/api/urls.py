@@ -90,6 +90,16 @@ urlpatterns = [
         node_views.NodePreemptView.as_view(),
         name="node-preempt",
     ),
+    path(
+        "executors/<str:executor>/nodes/<str:node>/cordon",
+        node_views.NodeCordonView.as_view(cordoned=True),
+        name="node-cordon",
+    ),
+    path(
+        "executors/<str:executor>/nodes/<str:node>/uncordon",
+        node_views.NodeCordonView.as_view(cordoned=False),
+        name="node-uncordon",
+    ),
     path("retry-policies", policy_views.RetryPolicyListView.as_view(), name="retry-policy-list"),
     path(
         "retry-policies/backtest",

@@ -43,7 +43,11 @@ class Node(models.Model):
     labels = models.JSONField(default=dict, blank=True)
     taints = models.JSONField(default=list, blank=True)
     allocatable = models.JSONField(default=dict)
-    unschedulable = models.BooleanField(default=False)
+    unschedulable = models.BooleanField(default=False)  # as the executor reports it
+    # Cordoned at the control plane (Binoculars' Cordon, the API): no new leases, whatever
+    # the executor reports; kept across the executor's reports of the node.
+    cordoned = models.BooleanField(default=False)
+    cordon_reason = models.CharField(max_length=255, blank=True, default="")
     # What pods Armada did not start use on the node (milli-units): left free by the scheduler.
     non_armada_allocated = models.JSONField(default=dict, blank=True)
     last_seen = models.DateTimeField()

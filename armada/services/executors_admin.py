@@ -52,6 +52,8 @@ def node_summary(node: Node) -> dict[str, Any]:
         "taints": node.taints,
         "allocatable": node.allocatable,
         "unschedulable": node.unschedulable,
+        "cordoned": node.cordoned,
+        "cordonReason": node.cordon_reason,
         "nonArmadaAllocated": node.non_armada_allocated,
         "lastSeen": node.last_seen,
     }

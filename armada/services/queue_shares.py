@@ -43,7 +43,7 @@ def pool_capacity(*, now: datetime, pool: str | None = None) -> dict[str, int]:
     what pods Armada did not start use on them."""
     cutoff = now - timedelta(seconds=settings.ARMADA.executor_timeout)
     live = Executor.objects.filter(last_heartbeat__gte=cutoff, cordoned=False).values("id")
-    nodes = Node.objects.filter(executor_id__in=live, unschedulable=False)
+    nodes = Node.objects.filter(executor_id__in=live, unschedulable=False, cordoned=False)
     if pool:
         nodes = nodes.filter(pool=pool)
     capacity: dict[str, int] = defaultdict(int)

@@ -42,7 +42,7 @@ def node_state(node: Node) -> NodeState:
             Taint(t.get("key", ""), t.get("value", ""), t.get("effect", "NoSchedule"))
             for t in node.taints
         ],
-        unschedulable=node.unschedulable,
+        unschedulable=node.unschedulable or node.cordoned,
     )
 
 

@@ -1,5 +1,5 @@
 """Armada's Binoculars: ``Logs``, a job's pod log from the log we keep of each run, and
-``Cordon``, which is refused with what to do instead (see :func:`cordon`).
+``Cordon``, which cordons the node at the control plane (see :func:`cordon`).
 
 Armada's Binoculars reads the pod ``armada-<jobId>-<podNumber>`` from its cluster; we answer
 from the run logs the executors send (``RunLog``, what Lookout's log viewer shows), so a log
@@ -39,10 +39,10 @@ from armada_client.armada import binoculars_pb2
 from google.protobuf import empty_pb2
 
 from armada.core.errors import FieldError
-from armada.models import Job, Node, Run, RunLog
-from armada.services.errors import FailedPrecondition, NotFound, ValidationFailed
-from armada.services.executors_admin import require_executor_settings
+from armada.models import Job, Run, RunLog
+from armada.services.errors import NotFound, ValidationFailed
 from armada.services.jobs import job_get
+from armada.services.node_cordon import nodes_set_cordoned
 from armada.wire.registry import Call, unary
 
 SERVICE = "binoculars.Binoculars"
@@ -233,22 +233,14 @@ def logs(call: Call, request: binoculars_pb2.LogRequest) -> binoculars_pb2.LogRe
 
 @unary(f"{SERVICE}/Cordon")
 def cordon(call: Call, request: binoculars_pb2.CordonRequest) -> empty_pb2.Empty:
-    """Armada's Binoculars cordons the node in its Kubernetes cluster. Our control plane does
-    not reach into clusters, and it keeps no cordon of its own per node, so this refuses
-    with what to do instead, after the checks a cordon would make: ``nodeName`` given
-    (INVALID_ARGUMENT), the caller holds ``update_executor_settings``, the permission for
-    cordons of executors (PERMISSION_DENIED), and an executor reports a node of that name
-    (NOT_FOUND). Then FAILED_PRECONDITION, and nothing changes."""
+    """Armada's Binoculars cordons the node in its Kubernetes cluster; here the node is
+    cordoned at the control plane (``services.node_cordon``): no new leases on it until it
+    is uncordoned (``POST /api/v1/executors/{id}/nodes/{node}/uncordon``). Binoculars names
+    no cluster, so every executor's node of that name is cordoned. ``nodeName`` is required
+    (INVALID_ARGUMENT); the caller needs ``update_executor_settings`` (PERMISSION_DENIED);
+    an unknown node is NOT_FOUND."""
     name = request.node_name.strip()
     if not name:
         raise ValidationFailed.one("nodeName", "is required")
-    require_executor_settings(call.actor)
-    executors = sorted(Node.objects.filter(name=name).values_list("executor_id", flat=True))
-    if not executors:
-        raise NotFound(f"no executor reports a node named {name!r}")
-    raise FailedPrecondition(
-        f"node {name!r} (executor {', '.join(executors)}) cannot be cordoned from here: this "
-        f"control plane does not change nodes in their clusters. Cordon it in its cluster "
-        f"(kubectl cordon {name}): its executor reports it unschedulable and no job is leased "
-        f"there; or cordon the whole executor (armadactl cordon executor ID)"
-    )
+    nodes_set_cordoned(actor=call.actor, node=name, cordoned=True, reason="cordoned by Binoculars")
+    return empty_pb2.Empty()

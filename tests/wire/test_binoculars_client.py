@@ -18,7 +18,7 @@ from armada_client.armada import binoculars_pb2
 from armada_client.internal.binoculars_client import BinocularsClient
 from armada_client.log_client import JobLogClient
 
-from armada.models import RunLog
+from armada.models import Node, RunLog
 from armada.services.queues import queue_create
 from armada.services.tokens import token_create
 from armada.wire.binoculars_ops import parse_rfc3339
@@ -129,16 +129,15 @@ def test_without_credentials_the_call_is_unauthenticated(job, serve):
     assert refused.code() == grpc.StatusCode.UNAUTHENTICATED
 
 
-def test_cordon_is_refused_with_what_to_do_instead(serve, admin_user):
+def test_cordon_cordons_the_node_at_the_control_plane(serve, admin_user):
     make_live_executor(now=T0)
     server = serve()
     stub = BinocularsClient(server.channel).binoculars_stub
-    refused = failure(
-        lambda: stub.Cordon(
-            binoculars_pb2.CordonRequest(node_name="node-1"),
-            metadata=basic("root", "root-password"),
-            timeout=TIMEOUT,
-        )
+    stub.Cordon(
+        binoculars_pb2.CordonRequest(node_name="node-1"),
+        metadata=basic("root", "root-password"),
+        timeout=TIMEOUT,
     )
-    assert refused.code() == grpc.StatusCode.FAILED_PRECONDITION
-    assert "kubectl cordon node-1" in refused.details()
+    node = Node.objects.get(name="node-1")
+    assert node.cordoned and node.cordon_reason == "cordoned by Binoculars"
+    assert not Node.objects.filter(cordoned=True).exclude(name="node-1").exists()

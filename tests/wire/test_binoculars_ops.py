@@ -12,7 +12,7 @@ from armada_client.k8s.io.api.core.v1 import generated_pb2 as core_v1
 from armada_client.k8s.io.apimachinery.pkg.apis.meta.v1 import generated_pb2 as meta_v1
 from django.test import Client
 
-from armada.models import RunLog
+from armada.models import Node, RunLog
 from armada.services.errors import NotFound, PermissionDenied, ValidationFailed
 from armada.wire.binoculars_ops import (
     MAX_LOG_BYTES,
@@ -254,20 +254,22 @@ def test_the_gateway_refuses_as_grpc_gateway_does(ran, client):
     assert body(bad)["code"] == 3 and "sinceTime" in body(bad)["message"]
 
 
-def test_cordon_checks_then_says_what_to_do_instead(client, owner):
+def test_cordon_on_the_gateway_cordons_the_node_after_its_checks(client, owner):
     make_live_executor(now=T0)
-    refused = post(client, "/v1/binoculars/cordon", {"nodeName": "node-1"})
-    assert refused.status_code == 400
-    assert body(refused)["code"] == 9  # FAILED_PRECONDITION
-    assert "kubectl cordon node-1" in body(refused)["message"]
-    assert "cluster-a" in body(refused)["message"]
-    unknown = post(client, "/v1/binoculars/cordon", {"nodeName": "node-9"})
-    assert (unknown.status_code, body(unknown)["code"]) == (404, 5)
-    empty = post(client, "/v1/binoculars/cordon", {})
-    assert (empty.status_code, body(empty)["code"]) == (400, 3)
-    assert "nodeName" in body(empty)["message"]
+    make_live_executor("cluster-b", nodes=2, now=T0)
     olive = Client(HTTP_HOST="localhost")
     olive.force_login(owner)
     denied = post(olive, "/v1/binoculars/cordon", {"nodeName": "node-1"})
     assert (denied.status_code, body(denied)["code"]) == (403, 7)
     assert "update_executor_settings" in body(denied)["message"]
+    unknown = post(client, "/v1/binoculars/cordon", {"nodeName": "node-9"})
+    assert (unknown.status_code, body(unknown)["code"]) == (404, 5)
+    empty = post(client, "/v1/binoculars/cordon", {})
+    assert (empty.status_code, body(empty)["code"]) == (400, 3)
+    assert "nodeName" in body(empty)["message"]
+    assert not Node.objects.filter(cordoned=True).exists()  # nothing written so far
+    done = post(client, "/v1/binoculars/cordon", {"nodeName": "node-1"})
+    assert done.status_code == 200 and body(done) == {}
+    # Binoculars names no cluster: every executor's node of that name.
+    cordoned = Node.objects.filter(cordoned=True).values_list("executor_id", "name")
+    assert sorted(cordoned) == [("cluster-a", "node-1"), ("cluster-b", "node-1")]

@@ -13,7 +13,11 @@ class NodeSerializer(serializers.Serializer):
     allocatable = serializers.DictField(
         child=serializers.IntegerField(), help_text="milli-cpu, bytes, device counts"
     )
-    unschedulable = serializers.BooleanField()
+    unschedulable = serializers.BooleanField(help_text="as its executor reports it")
+    cordoned = serializers.BooleanField(
+        help_text="cordoned at the control plane: no new leases, whatever its executor reports"
+    )
+    cordonReason = serializers.CharField(allow_blank=True)
     nonArmadaAllocated = serializers.DictField(
         child=serializers.IntegerField(),
         help_text="what pods Armada did not start use on the node (milli-units), left free",
