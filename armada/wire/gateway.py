@@ -5,7 +5,7 @@ method (``wire.registry``), in the JSON Armada's gateway speaks (``wire.jsonmap`
 
 - Authentication is our ``/api/v1``'s, through DRF's authenticators (personal or legacy
   token, session with its CSRF check, Basic with its throttle); ``auth.anonymousAuth``
-  admits callers with no credentials as ``AnonymousUser``, as on gRPC.
+  admits callers with no credentials as ``services.anonymous.AnonymousCaller``, as on gRPC.
 - Errors are grpc-gateway v1's: ``{"error": <message>, "code": <gRPC code number>,
   "message": <message>}`` (``details`` only when there are some; every key is left out when
   empty), with the HTTP status grpc-gateway gives the code (:data:`HTTP_STATUS`). A bug is
@@ -42,6 +42,7 @@ from rest_framework.request import Request
 from rest_framework.settings import api_settings
 
 from armada.services.dbfaults import DATABASE_ERRORS
+from armada.services.anonymous import anonymous_caller
 from armada.services.errors import PermissionDenied
 from armada.wire.errors import Unauthenticated
 from armada.wire.gojson import go_dumps
@@ -157,7 +158,7 @@ def authenticate(request: HttpRequest, op: Operation | None) -> Any:
     if user.is_authenticated:
         return user
     if (op is not None and op.anonymous) or settings.ARMADA.auth.anonymous_auth:
-        return user  # AnonymousUser
+        return anonymous_caller()  # with auth.anonymousGroups' groups
     raise Unauthenticated(GATEWAY_NO_CREDENTIALS)
 
 
