@@ -86,9 +86,12 @@ examples:
   armadactl preempt node node-7 -e cluster-1 --reason "disk failing"
   armadactl get queue-report analytics -v; armadactl get scheduling-report
   armadactl get executors; armadactl cordon executor cluster-1 "kernel upgrade"
+  armadactl cancel executor cluster-1 -a -q analytics   # every job of a queue on it
+  armadactl delete executor cluster-1    # retire it: credentials revoked, out of listings
   armadactl create executor-credential cluster-1 > executor.key   # the key, shown once
   armadactl get executor-credentials cluster-1; armadactl revoke executor-credential 7
   armadactl config use-context prod; armadactl --context dev get queues
+  armadactl docs connection              # short help on a topic, offline
 """
 
 
