@@ -44,6 +44,7 @@ from rest_framework import exceptions
 
 from armada.api.auth import SCOPE_KEY, LoginThrottled, basic_credentials, token_credentials
 from armada.services.dbfaults import DATABASE_ERRORS, read_again_if_lost
+from armada.wire.errors import gateway_error_json
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -179,8 +180,8 @@ def _replay(body: bytes, receive: Receive) -> Receive:
 
 async def _refuse(send: Send, refusal: Refused, api: bool, gateway: bool = False) -> None:
     if gateway:
-        error = {"code": GATEWAY_CODES.get(refusal.status, 2), "message": refusal.message}
-        body = json.dumps({**error, "details": []}, separators=(",", ":")).encode()
+        error = gateway_error_json(GATEWAY_CODES.get(refusal.status, 2), refusal.message)
+        body = json.dumps(error, separators=(",", ":")).encode()
         kind = b"application/json"
     elif api:
         body = json.dumps(

@@ -136,7 +136,9 @@ def refusal(request: HttpRequest, status: int, problems: list[FieldError]) -> Ht
     if len(problems) > 1:
         summary += f" (and {len(problems) - 1} more problems)"
     if request.path_info.startswith(GATEWAY_PREFIX):  # 3: gRPC's INVALID_ARGUMENT
-        return JsonResponse({"code": 3, "message": summary, "details": []}, status=status)
+        from armada.wire.errors import gateway_error_json
+
+        return JsonResponse(gateway_error_json(3, summary), status=status)
     if request.path_info.startswith(API_PREFIX):
         errors = [{"field": p.field, "message": p.message} for p in problems]
         return JsonResponse({"message": summary, "errors": errors}, status=status)

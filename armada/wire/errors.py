@@ -59,3 +59,11 @@ def _all_problems(exc: ValidationFailed) -> str:
     """``invalid request: <field>: <problem>; ...``: REST's message, with every problem in it
     (a gRPC status has no structured list of fields, so all of them go into the text)."""
     return f"invalid request: {exc}"
+
+
+def gateway_error_json(code: int, message: str) -> dict:
+    """grpc-gateway v1's body of a failed call (its ``internal.Error``: ``error`` and
+    ``message`` both the message, ``code`` the gRPC code number, each left out when empty,
+    and no details), for every refusal on a ``/v1/`` path."""
+    body = {"error": message, "code": code, "message": message}
+    return {k: v for k, v in body.items() if v not in (0, "")}

@@ -41,10 +41,10 @@ from rest_framework.parsers import BaseParser
 from rest_framework.request import Request
 from rest_framework.settings import api_settings
 
-from armada.services.dbfaults import DATABASE_ERRORS
 from armada.services.anonymous import anonymous_caller
+from armada.services.dbfaults import DATABASE_ERRORS
 from armada.services.errors import PermissionDenied
-from armada.wire.errors import Unauthenticated
+from armada.wire.errors import Unauthenticated, gateway_error_json
 from armada.wire.gojson import go_dumps
 from armada.wire.http_rules import HttpRule, django_route, http_rules, kwarg_name
 from armada.wire.jsonmap import message_json, request_message
@@ -94,7 +94,7 @@ def _omitempty(data: dict[str, Any]) -> dict[str, Any]:
 def error_body(code: grpc.StatusCode, message: str) -> dict[str, Any]:
     """grpc-gateway v1's body for a failed call (its ``internal.Error``, every key
     ``omitempty``; we send no details)."""
-    return _omitempty({"error": message, "code": code.value[0], "message": message})
+    return gateway_error_json(code.value[0], message)
 
 
 def stream_error_body(code: grpc.StatusCode, message: str) -> dict[str, Any]:

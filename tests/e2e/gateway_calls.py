@@ -47,15 +47,6 @@ def refused(response: requests.Response, status: int, code: int) -> str:
     return body["message"]
 
 
-def guard_refused(response: requests.Response, status: int, code: int) -> str:
-    """The message of a refusal by the body guard (armada/api/bodyguard.py), which answers
-    before the gateway reads the body, in its own ``{"code", "message", "details"}`` body."""
-    assert response.status_code == status, f"{response.status_code}: {response.text}"
-    body = response.json()
-    assert body["code"] == code, body
-    return body["message"]
-
-
 def lines(response: requests.Response) -> list[dict]:
     return [json.loads(line) for line in response.text.splitlines() if line]
 

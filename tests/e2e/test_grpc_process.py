@@ -127,12 +127,19 @@ def test_the_gateway_of_the_web_process_submits_and_streams_a_job_set(system):
         "annotations": {"fake.armadaproject.io/duration": "1s"},
         "podSpec": {"containers": [_container()]},
     }
+    # Unknown keys are ignored, as Armada's gateway ignores them; a wrong type is not.
     typo = system.post(
         "/v1/job/submit",
-        json={"queue": "gateway", "jobSetId": "s", "jobRequestItems": [{**item, "prio": 2}]},
+        json={
+            "queue": "gateway",
+            "jobSetId": "s",
+            "jobRequestItems": [{**item, "priority": "high"}],
+        },
     )
     assert typo.status_code == 400
-    assert typo.json()["message"] == "invalid request: jobRequestItems[0].prio: unknown field"
+    assert typo.json()["message"] == (
+        "invalid request: jobRequestItems[0].priority: must be a number, not a string"
+    )
     submitted = system.post(
         "/v1/job/submit",
         json={"queue": "gateway", "jobSetId": "s", "jobRequestItems": [item]},
