@@ -11,6 +11,10 @@
 - Neither set: open in development (``ARMADA_DEV=1``, so ``make run`` stays simple),
   refused with 403 otherwise, saying what to set.
 
+Both answer in Prometheus' text format whatever the scraper's ``Accept`` asks, as Armada's
+servers do (their Go handler offers no OpenMetrics): Armada's counters keep names without
+``_total``, which the text format allows for a counter and OpenMetrics does not.
+
 ``/healthz`` is the public probe that the process is up: 200 ``ok``, no database.
 """
 
@@ -49,6 +53,15 @@ def _bearer_matches(request: HttpRequest, token: str) -> bool:
     return hmac.compare_digest(given.strip().encode("utf-8", "replace"), token.encode("utf-8"))
 
 
+TEXT_FORMAT = "text/plain"
+
+
+def _export(request: HttpRequest) -> HttpResponse:
+    """django-prometheus' export, in the text format (see the module docstring)."""
+    request.META["HTTP_ACCEPT"] = TEXT_FORMAT
+    return ExportToDjangoView(request)
+
+
 @never_cache
 def metrics(request: HttpRequest) -> HttpResponse:
     """django-prometheus' export, behind the rules of the module docstring."""
@@ -59,13 +72,13 @@ def metrics(request: HttpRequest) -> HttpResponse:
                 401,
                 "metrics need the bearer token of ARMADA_METRICS_TOKEN (Authorization: Bearer …)",
             )
-        return ExportToDjangoView(request)
+        return _export(request)
     if settings.ARMADA_METRICS_ADDR:
         return _refusal(
             404, "metrics are served on their own address (ARMADA_METRICS_ADDR), not here"
         )
     if settings.DEV_MODE:
-        return ExportToDjangoView(request)
+        return _export(request)
     return _refusal(
         403,
         "metrics are not public: set ARMADA_METRICS_TOKEN (and have Prometheus send it as a "
@@ -103,6 +116,7 @@ class _Handler(MetricsHandler):
 
     def do_GET(self) -> None:
         try:
+            del self.headers["Accept"]  # the text format (see the module docstring)
             super().do_GET()
         finally:
             connections.close_all()

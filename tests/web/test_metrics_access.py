@@ -35,6 +35,25 @@ def test_open_in_development(anonymous, settings):
     assert b"armada_queue_jobs" in response.content
 
 
+OPENMETRICS = "application/openmetrics-text; version=1.0.0; charset=utf-8"
+
+
+def test_the_text_format_whatever_the_scraper_asks(anonymous, settings, queue):
+    """Armada's counters keep their names without ``_total``: Prometheus' text format allows
+    that for a counter and OpenMetrics does not, so the text format is always sent, as
+    Armada's servers send it."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    settings.DEV_MODE, settings.ARMADA_METRICS_TOKEN, settings.ARMADA_METRICS_ADDR = True, "", ""
+    response = anonymous.get("/metrics", HTTP_ACCEPT=OPENMETRICS)
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/plain;")
+    text = response.content.decode()
+    families = {f.name: f.type for f in text_string_to_metric_families(text)}
+    assert families["armada_scheduler_scheduled_jobs"] == "counter"
+    assert "# TYPE armada_scheduler_scheduled_jobs counter" in text
+
+
 def test_refused_in_production_without_a_token_or_an_address(anonymous, settings):
     settings.DEV_MODE, settings.ARMADA_METRICS_TOKEN, settings.ARMADA_METRICS_ADDR = False, "", ""
     response = anonymous.get("/metrics")
@@ -167,6 +186,9 @@ def test_each_process_serves_its_metrics_on_a_port_of_the_range(tmp_path):
             response = _wait_for_metrics(url, proc, deadline)
             assert response.status_code == 200
             assert "armada_queue_jobs" in response.text
+            # The text format even to a scraper that asks for OpenMetrics, as on the site.
+            asked = requests.get(url, timeout=30, headers={"Accept": OPENMETRICS})
+            assert asked.headers["Content-Type"].startswith("text/plain")
     finally:
         for proc in procs:
             proc.kill()
