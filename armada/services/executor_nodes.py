@@ -45,7 +45,8 @@ def executor_heartbeat_and_nodes(
         Executor.objects.filter(id=executor.id).update(last_heartbeat=now)
         return False
     with transaction.atomic():
-        lock(Executor.objects.filter(id=executor.id)).first()
+        if lock(Executor.objects.filter(id=executor.id)).first() is None:
+            return False  # deleted while this round ran (``executor_delete``): nothing to keep
         existing = {n.name: n.pk for n in Node.objects.filter(executor_id=executor.id).only("name")}
         rows = [
             Node(

@@ -257,3 +257,22 @@ def test_delete_needs_update_executor_settings_and_an_executor(busy, owner, admi
     executor_delete(actor=admin_user, executor_id="east", now=at(3))
     with pytest.raises(NotFound, match="executor 'east'"):
         executor_delete(actor=admin_user, executor_id="east", now=at(4))
+
+
+def test_a_round_that_lands_after_the_delete_writes_no_nodes(busy, admin_user):
+    """The executor's round read its row before the delete and writes its changed nodes
+    after it: nothing is written (no node of a deleted executor, no foreign-key error)."""
+    from armada.services.executor_nodes import ReportedNode, executor_heartbeat_and_nodes
+
+    read_before = Executor.objects.get(id="east")
+    executor_delete(actor=admin_user, executor_id="east", now=at(3))
+    wrote = executor_heartbeat_and_nodes(
+        executor=read_before,
+        pool=read_before.pool,
+        nodes=[ReportedNode(name="new-node", allocatable={"cpu": 1000})],
+        digest="changed",
+        now=at(4),
+    )
+    assert wrote is False
+    assert not Node.objects.filter(executor_id="east").exists()
+    assert not Executor.objects.filter(id="east").exists()
