@@ -9,6 +9,8 @@ event stream, a proxy): see ``armada.cli.http_lite``. TLS settings belong on ``s
 
 from __future__ import annotations
 
+import re
+import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +30,16 @@ if TYPE_CHECKING:
 CONNECT_TIMEOUT = 10.0
 READ_TIMEOUT = 60.0
 USER_AGENT = "armadactl/0.1"
+
+
+_WARNING = re.compile(r'\d{3} \S+ "((?:[^"\\]|\\.)*)"')
+
+
+def header_warnings(headers: Mapping[str, str]) -> list[str]:
+    """The texts of an answer's HTTP ``Warning`` header (``299 - "text", ...``): what the
+    server accepted but ignored, such as a queue's deprecated ``resourceLimits``."""
+    value = next((v for k, v in headers.items() if k.lower() == "warning"), "")
+    return [re.sub(r"\\(.)", r"\1", m.group(1)) for m in _WARNING.finditer(value)]
 
 
 class HttpClient:
@@ -136,6 +148,8 @@ class HttpClient:
             if response.status_code == 401 and self.settings.auth_kind == "none":
                 error.message += self._login_hint()
             raise error
+        for warning in header_warnings(response.headers):
+            print(f"warning: {warning}", file=sys.stderr)
         return response
 
     def _send(

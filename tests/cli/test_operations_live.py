@@ -56,6 +56,37 @@ def test_create_from_a_file_with_several_kinds_and_a_dry_run_first(ctl, tmp_path
     assert code == 1 and "retry policy oom-retries: " in err and "already exists" in err
 
 
+# Armada's own example queue file, as its repository has it (resourceLimits included).
+ARMADA_EXAMPLE_QUEUE = """\
+apiVersion: armadaproject.io/v1beta1
+kind: Queue
+name: test
+permissions:
+- subjects:
+  - name: group1
+    kind: Group
+  - name: user1
+    kind: User
+  verbs: [submit, cancel, reprioritize, watch]
+priorityFactor: 1.0
+resourceLimits:
+  cpu: 0.2
+  memory: 0.1
+"""
+
+
+def test_armadas_example_queue_is_created_with_a_warning_for_resource_limits(
+    ctl, tmp_path: Path
+):
+    path = tmp_path / "queue.yaml"
+    path.write_text(ARMADA_EXAMPLE_QUEUE)
+    code, out, err = ctl("create", "-f", str(path))
+    assert (code, out) == (0, "Created queue test\n"), err
+    assert "warning: resourceLimits: is deprecated and ignored" in err
+    queue = Queue.objects.get(name="test")
+    assert queue.priority_factor == 1.0 and len(queue.permissions) == 1
+
+
 def test_create_from_a_file_reports_the_servers_field_errors(ctl, tmp_path: Path):
     path = tmp_path / "bad.yaml"
     path.write_text("kind: Queue\nname: ok-queue\npriorityFactor: 0.5\n---\nkind: Pod\nname: x\n")
