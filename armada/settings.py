@@ -71,7 +71,11 @@ SECURE = env_bool("ARMADA_SECURE", False)
 SESSION_COOKIE_SECURE = env_bool("ARMADA_SESSION_COOKIE_SECURE", SECURE)
 CSRF_COOKIE_SECURE = env_bool("ARMADA_CSRF_COOKIE_SECURE", SECURE)
 SECURE_SSL_REDIRECT = env_bool("ARMADA_SSL_REDIRECT", SECURE)
-SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^health$"]  # load balancers probe over plain HTTP
+SECURE_REDIRECT_EXEMPT = [
+    r"^healthz$",
+    r"^readyz$",
+    r"^health$",
+]  # load balancers probe over plain HTTP
 SECURE_HSTS_SECONDS = env_int("ARMADA_HSTS_SECONDS", 365 * 24 * 3600 if SECURE else 0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("ARMADA_HSTS_INCLUDE_SUBDOMAINS", SECURE)
 SECURE_HSTS_PRELOAD = env_bool("ARMADA_HSTS_PRELOAD", SECURE)

@@ -4,20 +4,19 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('armada', '0024_run_pod_details'),
+        ("armada", "0024_run_pod_details"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='node',
-            name='cordon_reason',
-            field=models.CharField(blank=True, default='', max_length=255),
+            model_name="node",
+            name="cordon_reason",
+            field=models.CharField(blank=True, default="", max_length=255),
         ),
         migrations.AddField(
-            model_name='node',
-            name='cordoned',
+            model_name="node",
+            name="cordoned",
             field=models.BooleanField(default=False),
         ),
     ]

@@ -75,9 +75,7 @@ resourceLimits:
 """
 
 
-def test_armadas_example_queue_is_created_with_a_warning_for_resource_limits(
-    ctl, tmp_path: Path
-):
+def test_armadas_example_queue_is_created_with_a_warning_for_resource_limits(ctl, tmp_path: Path):
     path = tmp_path / "queue.yaml"
     path.write_text(ARMADA_EXAMPLE_QUEUE)
     code, out, err = ctl("create", "-f", str(path))
