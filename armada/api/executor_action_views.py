@@ -12,8 +12,8 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from armada.api.views import ERRORS, ApiView
-from armada.services.errors import FieldError, ValidationFailed
+from armada.api.node_views import NodeActionSerializer
+from armada.api.views import ERRORS, ApiView, object_body
 from armada.services.executor_actions import (
     executor_jobs_cancel,
     executor_jobs_preempt,
@@ -24,18 +24,7 @@ from armada.services.stopping import CANCEL, PREEMPT
 BODY_KEYS = ("reason", "queues", "priorityClasses", "pools")
 
 
-class ExecutorActionSerializer(serializers.Serializer):
-    reason = serializers.CharField(required=False, max_length=255)
-    queues = serializers.ListField(
-        child=serializers.CharField(),
-        required=False,
-        help_text="only jobs of these queues (left out or empty: every queue)",
-    )
-    priorityClasses = serializers.ListField(
-        child=serializers.CharField(),
-        required=False,
-        help_text="only jobs of these priority classes (left out or empty: every class)",
-    )
+class ExecutorActionSerializer(NodeActionSerializer):
     pools = serializers.ListField(
         child=serializers.CharField(),
         required=False,
@@ -72,20 +61,7 @@ DESCRIPTION = (
 
 
 def _body(request: Request) -> dict:
-    data = request.data if request.data is not None else {}
-    if data == "":
-        data = {}
-    if not isinstance(data, dict):
-        raise ValidationFailed.one("", "the body must be a JSON object")
-    unknown = sorted(k for k in data if k not in BODY_KEYS)
-    if unknown:
-        raise ValidationFailed(
-            [
-                FieldError(k, f"unknown field; the body takes {', '.join(BODY_KEYS)}")
-                for k in unknown
-            ]
-        )
-    return data
+    return object_body(request, BODY_KEYS)
 
 
 def _stop(action: Callable[..., list[str]], kind: str, request: Request, executor: str) -> Response:

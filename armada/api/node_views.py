@@ -12,8 +12,7 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from armada.api.views import ERRORS, ApiView
-from armada.services.errors import FieldError, ValidationFailed
+from armada.api.views import ERRORS, ApiView, object_body
 from armada.services.executors_admin import require_executor_settings
 from armada.services.node_actions import node_jobs_cancel, node_jobs_preempt
 from armada.services.node_cordon import nodes_set_cordoned
@@ -67,18 +66,7 @@ DESCRIPTION = (
 
 
 def _body(request: Request) -> dict:
-    data = request.data if request.data is not None else {}
-    if not isinstance(data, dict):
-        raise ValidationFailed.one("", "the body must be a JSON object")
-    unknown = sorted(k for k in data if k not in BODY_KEYS)
-    if unknown:
-        raise ValidationFailed(
-            [
-                FieldError(k, f"unknown field; the body takes {', '.join(BODY_KEYS)}")
-                for k in unknown
-            ]
-        )
-    return data
+    return object_body(request, BODY_KEYS)
 
 
 def _stop_on_node(

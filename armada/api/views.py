@@ -17,7 +17,7 @@ from armada.api.parsers import SafeJSONParser, YAMLParser
 from armada.api.serializers import (
     ErrorSerializer,
 )
-from armada.services.errors import ValidationFailed
+from armada.services.errors import FieldError, ValidationFailed
 
 EXAMPLE_RESOURCES = {"cpu": "100m", "memory": "64Mi"}
 
@@ -126,6 +126,20 @@ def dry_run(request: Request) -> bool:
     if value not in ("true", "false", "1", "0", "yes", "no"):
         raise ValidationFailed.one("dryRun", "must be true or false")
     return value in ("true", "1", "yes")
+
+
+def object_body(request: Request, keys: tuple[str, ...]) -> dict:
+    """The request's body as a JSON object (``{}`` when there is none); a field other than
+    ``keys`` is refused by name, and so is a body that is not an object."""
+    data = request.data if request.data not in (None, "") else {}
+    if not isinstance(data, dict):
+        raise ValidationFailed.one("", "the body must be a JSON object")
+    unknown = sorted(k for k in data if k not in keys)
+    if unknown:
+        raise ValidationFailed(
+            [FieldError(k, f"unknown field; the body takes {', '.join(keys)}") for k in unknown]
+        )
+    return data
 
 
 def with_warnings(response: Response, warnings: list[str]) -> Response:

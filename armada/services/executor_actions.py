@@ -39,19 +39,16 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from django.conf import settings
 from django.db import transaction
 
 from armada.models import Executor, ExecutorCredential, Node, Run
+from armada.services import stop_selection as selection
 from armada.services.authz import require_global
-from armada.services.errors import FieldError, NotFound, ValidationFailed
-from armada.services.node_actions import _lock_selected, _names, _priority_classes, _queues
+from armada.services.errors import NotFound
 from armada.services.stopping import ACTIVE, CANCEL, PREEMPT, runs_request_stops
 
-MAX_REASON = 255
 PERMISSION = {CANCEL: "cancel_any_jobs", PREEMPT: "preempt_any_jobs"}
 DELETE_PERMISSION = "update_executor_settings"
-_DONE = {CANCEL: "cancelled", PREEMPT: "preempted"}
 
 
 def executor_jobs_cancel(
@@ -119,30 +116,30 @@ def _stop_on_executor(
     now: datetime,
 ) -> list[str]:
     require_stop_permission(actor, kind)
-    queue_names = _names("queues", queues)
-    classes = _priority_classes(priority_classes)
-    pool_names = _pools(pools)
-    text = _reason(reason)
+    queue_names = selection.names("queues", queues)
+    classes = selection.priority_classes(priority_classes)
+    pool_names = selection.pools(pools)
+    text = selection.reason(reason)
     runs = Run.objects.filter(executor=executor, state__in=ACTIVE)
     if not Executor.objects.filter(id=executor).exists() and not runs.exists():
         raise NotFound(f"executor {executor!r} does not exist")
-    _queues(queue_names)  # NotFound naming the first missing queue
+    selection.queues(queue_names)  # NotFound naming the first missing queue
     if queue_names:
         runs = runs.filter(job__queue_id__in=queue_names)
     if classes:
         runs = runs.filter(job__priority_class__in=classes)
     if pool_names:
         runs = runs.filter(pool__in=pool_names)
-    text = text or f"{_DONE[kind]} on executor {executor} by {_username(actor)}"
+    text = text or f"{selection.DONE[kind]} on executor {executor} by {selection.username(actor)}"
     with transaction.atomic():
-        locked = _lock_selected(runs)
+        locked = selection.lock_selected(runs)
         job_ids = sorted({r.job_id for r in locked})
         if job_ids:
             runs_request_stops(
                 reasons=dict.fromkeys(job_ids, text),
                 kind=kind,
                 now=now,
-                requestor=_username(actor),
+                requestor=selection.username(actor),
             )
     return job_ids
 
@@ -169,38 +166,3 @@ def executor_delete(*, actor: Any, executor_id: str, now: datetime) -> dict[str,
         "nodesRemoved": nodes,
         "activeRuns": active,
     }
-
-
-def _pools(value: Any) -> list[str]:
-    names = _names("pools", value)
-    known = [p.name for p in settings.ARMADA.scheduling.pools]
-    errors = [
-        FieldError(f"pools[{i}]", f"unknown pool {name!r}; configured: {', '.join(known)}")
-        for i, name in enumerate(value or [])
-        if name not in known
-    ]
-    if errors:
-        raise ValidationFailed(errors)
-    return names
-
-
-def _reason(value: Any) -> str:
-    if value is None:
-        return ""
-    if not isinstance(value, str) or len(value) > MAX_REASON:
-        raise ValidationFailed.one("reason", f"must be text of at most {MAX_REASON} characters")
-    return value
-
-
-def _username(actor: Any) -> str:
-    return (
-        actor.get_username() if getattr(actor, "is_authenticated", False) else ""
-    ) or "anonymous"
-
-
-__all__ = [
-    "executor_delete",
-    "executor_jobs_cancel",
-    "executor_jobs_preempt",
-    "require_stop_permission",
-]
