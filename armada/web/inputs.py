@@ -8,7 +8,7 @@ surrogate) here, once, instead of in each view; the API's bodies are checked by
 - A query string whose percent-escapes are not UTF-8 is refused with 400 naming the
   parameter (Django would quietly put U+FFFD in place of the bytes).
 - A query parameter or form field (of a page; not an API body) that cannot be stored is
-  refused with 400 naming it.
+  refused with 400 naming it; so is a query parameter longer than ``MAX_QUERY_TEXT``.
 - A path parameter that no name or id can be (one that cannot be stored, or longer than
   ``MAX_PATH_TEXT``) is answered like a name that does not exist: 404 saying why. Under
   ``/api/`` it is 400 naming the parameter, as the API's own check has always answered.
@@ -38,6 +38,9 @@ API_PREFIX = "/api/"
 GATEWAY_PREFIX = "/v1/"
 # Longer than any name or id the system keeps (job sets, the longest, stop at 1,024).
 MAX_PATH_TEXT = 2048
+# A query parameter's value, at most: the web server takes no request line longer than
+# 16 KiB anyway (uvicorn's limit), and SQLite refuses search patterns of 50,000 bytes.
+MAX_QUERY_TEXT = 16 * 1024
 FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 _OWN_TEXT = "armada_checks_own_text"
 
@@ -94,6 +97,12 @@ def _text_problems(values: Iterable[tuple[str, list[Any]]], skip: frozenset[str]
                 break
 
 
+def _query_length_problems(values: Iterable[tuple[str, list[Any]]]) -> Iterable[FieldError]:
+    for name, items in values:
+        if any(isinstance(item, str) and len(item) > MAX_QUERY_TEXT for item in items):
+            yield FieldError(name, f"is too long (at most {MAX_QUERY_TEXT} characters)")
+
+
 def _path_problems(kwargs: dict[str, Any]) -> Iterable[FieldError]:
     for name, value in kwargs.items():
         if not isinstance(value, str):
@@ -115,6 +124,8 @@ def request_problems(
     problems = list(_query_string_problems(request.META.get("QUERY_STRING", "")))
     if not problems:
         problems = list(_text_problems(request.GET.lists(), frozenset()))
+    if not problems:
+        problems = list(_query_length_problems(request.GET.lists()))
     if (
         not problems
         and request.method == "POST"
