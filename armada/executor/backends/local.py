@@ -59,13 +59,10 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import re
-import select
 import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterable, Mapping
@@ -91,39 +88,22 @@ from armada.executor.backends.cgroups import (
     _remove_cgroups,
     _warn_rlimit_once,
 )
-from armada.executor.backends.local_spec import (
-    _cpu_request,
-    _expand,
-    _memory_limit,
-    _number,
-    _strings,
+from armada.executor.backends.local_plan import (
+    CONTAINER_NAME,
+    ingress_ports,
+    pod_plan,
+    valid_pod_name,
 )
-from armada.executor.backends.local_status import _status
+from armada.executor.backends.local_shim_start import start_shim
+from armada.executor.backends.local_status import _status, pod_log
 from armada.executor.backends.local_usage import pod_usage
 
 log = logging.getLogger(__name__)
 
-SHIM_PATH = Path(shim.__file__).resolve()
-DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 DEFAULT_GRACE_SECONDS = 30.0  # Kubernetes' terminationGracePeriodSeconds default
-K8S_TERMINATION_LOG = "/dev/termination-log"
-SHIM_START_TIMEOUT = 10.0
 # A pod directory without pod.json (or a pod without shim.json) younger than this is taken to
 # be in the middle of create_pod in some process; older, it is a creation that died.
 CREATION_WINDOW = 60.0
-
-
-_POD_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
-_CONTAINER_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
-
-
-def _ingress_ports(pod: PodRequest) -> list[int]:
-    """The ports of the pod's ingress items (each gets an address once the pod runs)."""
-    return sorted({p for item in pod.ingress for p in item.get("ports") or ()})
-
-
-def _valid_pod_name(name: str) -> bool:
-    return isinstance(name, str) and bool(_POD_NAME.match(name)) and ".." not in name
 
 
 class LocalBackend:
@@ -148,7 +128,7 @@ class LocalBackend:
     ) -> None:
         if cgroups not in ("auto", "v2", "v1", "none"):
             raise ValueError(f"cgroups must be auto, v2, v1 or none, not {cgroups!r}")
-        if not _CONTAINER_NAME.match(executor_id):
+        if not CONTAINER_NAME.match(executor_id):
             raise ValueError(f"executor_id {executor_id!r} must be a lower-case RFC 1123 label")
         self.state_dir = Path(state_dir)
         self.executor_id = executor_id
@@ -193,10 +173,10 @@ class LocalBackend:
 
     def create_pod(self, pod: PodRequest, now: datetime) -> None:
         check_namespace(pod, self.namespaces)
-        if not _valid_pod_name(pod.name):
+        if not valid_pod_name(pod.name):
             raise PodCreationFailed(f"pod name {pod.name!r} is not a lower-case RFC 1123 name")
         pod_dir = self._pods / pod.name
-        plan, memory_limit, cpu_millis = self._plan(pod, pod_dir)
+        plan, memory_limit, cpu_millis = pod_plan(pod, pod_dir, self.default_grace_seconds)
         self._pods.mkdir(parents=True, exist_ok=True)
         self._claim(pod_dir)
         cgroups: dict[str, Any] | None = None
@@ -231,7 +211,7 @@ class LocalBackend:
                     "memory_limit": memory_limit,
                     "cgroups": cgroups,
                     "plan": plan,
-                    "ingress_ports": _ingress_ports(pod),
+                    "ingress_ports": ingress_ports(pod),
                     "host": socket.gethostname(),
                 },
             )
@@ -258,169 +238,8 @@ class LocalBackend:
                 self._trash(pod_dir)  # a creation that died half-way
         raise PodExists(pod_dir.name)
 
-    def _plan(self, pod: PodRequest, pod_dir: Path) -> tuple[dict[str, Any], int | None, int]:
-        """Check the spec and resolve what the shim runs; PodCreationFailed if it cannot."""
-        spec = pod.pod_spec
-        if not isinstance(spec, Mapping):
-            raise PodCreationFailed("podSpec must be a mapping")
-        containers = spec.get("containers")
-        if not isinstance(containers, list) or not containers:
-            raise PodCreationFailed("podSpec.containers: at least one container is required")
-        init = spec.get("initContainers") or []
-        if not isinstance(init, list):
-            raise PodCreationFailed("podSpec.initContainers must be a list")
-        for where, items in (("initContainers", init), ("containers", containers)):
-            for i, c in enumerate(items):
-                if not isinstance(c, Mapping):
-                    raise PodCreationFailed(f"podSpec.{where}[{i}] must be a mapping")
-        restart = spec.get("restartPolicy") or "Never"
-        if restart != "Never":
-            raise PodCreationFailed(
-                f"podSpec.restartPolicy {restart!r} is not supported: the local backend runs "
-                "each container once (Never)"
-            )
-        deadline = _number(spec, "activeDeadlineSeconds", 1)
-        grace = _number(spec, "terminationGracePeriodSeconds", 0)
-        names: set[str] = set()
-        plans = {
-            where: [
-                self._container_plan(c, f"podSpec.{where}[{i}]", pod, pod_dir, names)
-                for i, c in enumerate(items)
-            ]
-            for where, items in (("initContainers", init), ("containers", containers))
-        }
-        plan = {
-            "init_containers": plans["initContainers"],
-            "containers": plans["containers"],
-            "deadline_seconds": deadline,
-            "grace_seconds": self.default_grace_seconds if grace is None else grace,
-            "rlimit_as": None,
-            "cgroup_version": None,
-        }
-        return plan, _memory_limit(containers, init), _cpu_request(containers, init)
-
-    def _container_plan(
-        self,
-        c: Mapping[str, Any],
-        where: str,
-        pod: PodRequest,
-        pod_dir: Path,
-        names: set[str],
-    ) -> dict[str, Any]:
-        name = c.get("name")
-        if not isinstance(name, str) or not _CONTAINER_NAME.match(name):
-            raise PodCreationFailed(f"{where}.name is required and must be an RFC 1123 label")
-        if name in names:
-            raise PodCreationFailed(f"{where}.name: duplicate container name {name!r}")
-        names.add(name)
-        where = f"{where} ({name})"
-        if c.get("restartPolicy") is not None:
-            raise PodCreationFailed(f"{where}.restartPolicy: sidecar containers are not supported")
-        command = c.get("command")
-        if not command:
-            raise PodCreationFailed(
-                f"{where}.command is required: the local backend runs processes and has no "
-                "image entrypoint to fall back on"
-            )
-        command = _strings(command, f"{where}.command")
-        args = _strings(c.get("args") or [], f"{where}.args")
-        if c.get("envFrom"):
-            raise PodCreationFailed(f"{where}.envFrom is not supported by the local backend")
-        env_list = c.get("env") or []
-        if not isinstance(env_list, list):
-            raise PodCreationFailed(f"{where}.env must be a list")
-        user_env: dict[str, str] = {}
-        for i, item in enumerate(env_list):
-            key = item.get("name") if isinstance(item, Mapping) else None
-            if not isinstance(key, str) or not key or "=" in key or "\0" in key:
-                raise PodCreationFailed(f"{where}.env[{i}].name must be a variable name")
-            if item.get("valueFrom") is not None:
-                raise PodCreationFailed(
-                    f"{where}.env[{i}] ({key}): valueFrom is not supported by the local backend"
-                )
-            value = item.get("value")
-            value = "" if value is None else value
-            if not isinstance(value, str) or "\0" in value:
-                raise PodCreationFailed(f"{where}.env[{i}] ({key}).value must be a string")
-            user_env[key] = _expand(value, user_env)
-        argv = [_expand(a, user_env) for a in [*command, *args]]
-        if any("\0" in a for a in argv):
-            raise PodCreationFailed(f"{where}: command and args must not contain NUL")
-
-        work = pod_dir / shim.WORK_DIR
-        working_dir = c.get("workingDir")
-        if working_dir is not None and not isinstance(working_dir, str):
-            raise PodCreationFailed(f"{where}.workingDir must be a string")
-        cwd = str(work / working_dir) if working_dir else str(work)  # absolute stays absolute
-        termination = pod_dir / shim.TERMINATION_DIR / name
-        extra = c.get("terminationMessagePath")
-        if extra is not None and not isinstance(extra, str):
-            raise PodCreationFailed(f"{where}.terminationMessagePath must be a string")
-        if extra in ("", K8S_TERMINATION_LOG):
-            extra = None
-        policy = c.get("terminationMessagePolicy") or "FallbackToLogsOnError"
-        if policy not in ("File", "FallbackToLogsOnError"):
-            raise PodCreationFailed(
-                f"{where}.terminationMessagePolicy must be File or FallbackToLogsOnError"
-            )
-        env = {
-            "PATH": DEFAULT_PATH,
-            "HOME": str(work),
-            "HOSTNAME": pod.name,
-            **user_env,
-            "ARMADA_TERMINATION_MESSAGE_PATH": str(termination),
-        }
-        return {
-            "name": name,
-            "argv": argv,
-            "env": env,
-            "cwd": cwd,
-            "log": str(pod_dir / shim.LOG_DIR / f"{name}.log"),
-            "termination_path": str(termination),
-            "extra_termination_path": os.path.join(cwd, extra) if extra else None,
-            "fallback_to_logs": policy == "FallbackToLogsOnError",
-            "cgroup": None,
-            "join": [],
-            "join_optional": [],
-        }
-
     def _start_shim(self, name: str, pod_dir: Path) -> None:
-        if not sys.executable:
-            raise PodCreationFailed("no Python interpreter to run the pod's shim with")
-        with open(pod_dir / shim.SHIM_LOG, "ab") as err:
-            proc = subprocess.Popen(
-                [sys.executable, "-I", "-S", str(SHIM_PATH), str(pod_dir)],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=err,
-                cwd="/",
-                start_new_session=True,
-                close_fds=True,
-            )
-        self._children.append(proc)
-        assert proc.stdout is not None
-        try:
-            # Our child and not reaped yet, so the pid cannot name another process.
-            shim.write_json(
-                pod_dir / shim.SHIM_FILE,
-                {
-                    "pid": proc.pid,
-                    "start_ticks": shim.start_ticks(proc.pid),
-                    "boot_id": self._boot_id,
-                },
-            )
-            ready = _read_line(proc.stdout.fileno(), SHIM_START_TIMEOUT)
-        finally:
-            proc.stdout.close()
-        if ready != shim.READY:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(5)
-            tail = shim.read_tail(pod_dir / shim.SHIM_LOG, 2000).decode("utf-8", "replace")
-            raise PodCreationFailed(
-                f"the shim of pod {name} did not start: {tail.strip() or 'no output'}"
-            )
+        self._children.append(start_shim(name, pod_dir, self._boot_id))
 
     # --- poll ------------------------------------------------------------------------------
 
@@ -516,7 +335,7 @@ class LocalBackend:
         """Grace: ``grace_seconds`` when positive, else the pod's
         ``terminationGracePeriodSeconds``, else ``default_grace_seconds``. A second call may
         shorten the grace, never lengthen it."""
-        if not _valid_pod_name(name):
+        if not valid_pod_name(name):
             return
         pod_dir = self._pods / name
         observed = self._observe(pod_dir)
@@ -581,42 +400,6 @@ class LocalBackend:
     def read_log(self, name: str, limit_bytes: int = 1_000_000) -> str:
         """The tail of the containers' logs (init containers first, in spec order); with more
         than one container each log is headed by ``==> <container> <==``."""
-        if not _valid_pod_name(name) or limit_bytes <= 0:
+        if not valid_pod_name(name) or limit_bytes <= 0:
             return ""
-        pod_dir = self._pods / name
-        doc = shim.read_json(pod_dir / shim.POD_FILE)
-        if not isinstance(doc, dict):
-            return ""
-        plans = doc["plan"]["init_containers"] + doc["plan"]["containers"]
-        logs = [(p["name"], Path(p["log"])) for p in plans if Path(p["log"]).exists()]
-        if len(logs) == 1:
-            return shim.read_tail(logs[0][1], limit_bytes).decode("utf-8", "replace")
-        parts: list[bytes] = []
-        remaining = limit_bytes
-        for container, path in reversed(logs):
-            body = shim.read_tail(path, remaining)
-            parts.append(body)
-            remaining -= len(body)
-            header = f"==> {container} <==\n".encode()
-            if remaining <= 0:
-                break
-            parts.append(header[-remaining:])
-            remaining -= len(header)
-            if remaining <= 0:
-                break
-        return b"".join(reversed(parts)).decode("utf-8", "replace")
-
-
-def _read_line(fd: int, timeout: float) -> bytes:
-    """One line from ``fd`` within ``timeout`` seconds (less on EOF or timeout)."""
-    data = b""
-    give_up = time.monotonic() + timeout
-    while not data.endswith(b"\n"):
-        left = give_up - time.monotonic()
-        if left <= 0 or not select.select([fd], [], [], left)[0]:
-            break
-        chunk = os.read(fd, 64)
-        if not chunk:
-            break
-        data += chunk
-    return data
+        return pod_log(self._pods / name, limit_bytes)

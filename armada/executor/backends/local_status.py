@@ -1,12 +1,14 @@
-"""Turning a local pod's recorded results into a ``PodStatus``."""
+"""What a local pod's files say: its recorded results as a ``PodStatus``, and its log."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
+from armada.executor.backends import local_shim as shim
 from armada.executor.backends.base import (
     ContainerResult,
     PodStatus,
@@ -90,3 +92,30 @@ def _describe_failure(record: Mapping[str, Any], doc: Mapping[str, Any]) -> str:
             f"{doc.get('memory_limit')} bytes"
         )
     return f"container {record['name']} exited with code {record.get('exit_code')}"
+
+
+def pod_log(pod_dir: Path, limit_bytes: int) -> str:
+    """The tail of the pod's containers' logs, at most ``limit_bytes`` (init containers
+    first, in spec order); with more than one container each log is headed by
+    ``==> <container> <==``. Empty when the pod has no plan (yet)."""
+    doc = shim.read_json(pod_dir / shim.POD_FILE)
+    if not isinstance(doc, dict):
+        return ""
+    plans = doc["plan"]["init_containers"] + doc["plan"]["containers"]
+    logs = [(p["name"], Path(p["log"])) for p in plans if Path(p["log"]).exists()]
+    if len(logs) == 1:
+        return shim.read_tail(logs[0][1], limit_bytes).decode("utf-8", "replace")
+    parts: list[bytes] = []
+    remaining = limit_bytes
+    for container, path in reversed(logs):
+        body = shim.read_tail(path, remaining)
+        parts.append(body)
+        remaining -= len(body)
+        header = f"==> {container} <==\n".encode()
+        if remaining <= 0:
+            break
+        parts.append(header[-remaining:])
+        remaining -= len(header)
+        if remaining <= 0:
+            break
+    return b"".join(reversed(parts)).decode("utf-8", "replace")
