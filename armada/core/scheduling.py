@@ -68,7 +68,7 @@ jobs that may be evicted), ``gangs`` and ``preemption`` (parts of the round's st
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from heapq import heappop, heappush
 
 from armada.core.fairshare import weighted_cost
@@ -76,6 +76,7 @@ from armada.core.gangs import GangMixin
 from armada.core.nodeindex import NodeIndex, NodeView
 from armada.core.preemption import Allocation, PreemptionMixin
 from armada.core.queued import GangKey, from_jobs, from_queued
+from armada.core.round_stats import node_preemptibility
 from armada.core.snapshot import (
     REASON_CORDONED,
     REASON_NO_MATCH,
@@ -195,6 +196,7 @@ class _Round(GangMixin, PreemptionMixin):
         # What the jobs held, per queue and per node (usually one of each).
         by_queue: dict[str, Allocation] = {}
         by_node: dict[str, Allocation] = {}
+        stats = self.result.stats
         for r in group:
             evicted.add(r.id)
             remove(r)
@@ -202,6 +204,7 @@ class _Round(GangMixin, PreemptionMixin):
             if for_job:
                 preempted_for[r.id] = for_job
             requests = r.requests.to_dict()
+            stats.queue(r.queue).note_evicted(requests)
             _add(by_queue, r.queue, requests)
             _add(by_node, r.node_id, requests)
         allocated, costs = self.allocated, self.costs
@@ -266,12 +269,16 @@ def schedule_round(
     running: Sequence[RunningJob] = (),
     fair_share_preemption: bool = True,
     protected_fraction: float = 0.5,
+    clock: Callable[[], float] | None = None,
 ) -> RoundResult:
     """Place as many queued jobs as fit, fairly between queues. See the module docstring.
 
     Queued jobs come either as ``jobs`` (any order) or as ``queued`` (per queue, in order,
-    pulled lazily) with ``gangs``; giving both raises ValueError."""
+    pulled lazily) with ``gangs``; giving both raises ValueError. ``clock`` (seconds), if
+    given, times each queue's turns for ``result.stats`` (``core.round_stats``)."""
     result = RoundResult()
+    stats = result.stats
+    stats.nodes = node_preemptibility(nodes, running)
     queue_state = {q.name: q for q in queues}
     if queued is None:
         pending = from_jobs(jobs, queue_state, result)
@@ -302,6 +309,8 @@ def schedule_round(
             break
         _, name = heappop(heap)
         unit = pending.take(name)
+        began = clock() if clock is not None else 0.0
+        leased_before = len(result.leases)
         if unit[0].gang_id:
             if state.place_gang(unit, indexed_node_labels):
                 waiting.setdefault(name, []).append(unit)
@@ -310,6 +319,13 @@ def schedule_round(
             and result.unschedulable[unit[0].id] == REASON_NO_RESOURCES
         ):
             waiting.setdefault(name, []).append(unit)
+        stats.queue(name).note_unit(
+            position=stats.loops,
+            size=len(unit),
+            scheduled=len(result.leases) - leased_before == len(unit),
+            seconds=clock() - began if clock is not None else 0.0,
+        )
+        stats.loops += 1
         if pending.pull(name):
             cost = weighted_cost(allocated[name], capacity, queue_state[name].priority_factor)
             heappush(heap, (cost, name))

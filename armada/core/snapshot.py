@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from armada.core.quantity import Resources
+from armada.core.round_stats import RoundStats
 
 REASON_NO_RESOURCES = "no node has enough free resources"
 REASON_TOO_BIG = "the job requests more than any node in the pool can offer"
@@ -151,6 +152,8 @@ class RoundResult:
     preempted_for: dict[str, str] = field(default_factory=dict)
     limit_reached: bool = False
     considered: int = 0
+    # Per queue and node, for Armada's per-cycle gauges (``core.round_stats``).
+    stats: RoundStats = field(default_factory=RoundStats)
 
 
 def node_matches(job: QueuedJob, node: NodeState) -> bool:

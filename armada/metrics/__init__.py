@@ -9,6 +9,10 @@ whatever the number of jobs and queues.
 - ``queue_metrics``: Armada's queue metrics, and our ``armada_queue_jobs``;
 - ``cluster_metrics``: Armada's cluster metrics and its executor's pod and node metrics;
 - ``scheduler_metrics``: Armada's scheduler metrics (cycle, shares, job states, nodes);
+- ``cycle_gauges``: the gauges the last scheduling cycle stored (round statistics, queued and
+  run times);
+- ``usage_metrics``: what running pods use (their latest ``utilisation`` events), and the
+  event streams this process has open;
 - here: our own counters (``DB_COUNTERS``, ``SCALED_DB_COUNTERS``).
 """
 
@@ -20,7 +24,13 @@ from django.utils import timezone
 from prometheus_client.core import REGISTRY, CounterMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from armada.metrics import cluster_metrics, queue_metrics, scheduler_metrics
+from armada.metrics import (
+    cluster_metrics,
+    cycle_gauges,
+    queue_metrics,
+    scheduler_metrics,
+    usage_metrics,
+)
 from armada.metrics.families import Stored
 from armada.metrics.reads import scrape_read
 from armada.services.retry_cost_metrics import COUNTERS as RETRY_COST_COUNTERS
@@ -69,6 +79,8 @@ class DatabaseCollector(Collector):
         yield from queue_metrics.describe()
         yield from cluster_metrics.describe()
         yield from scheduler_metrics.describe()
+        yield from cycle_gauges.describe()
+        yield from usage_metrics.describe()
 
     def collect(self) -> Iterator[Metric]:
         stored = Stored([*DB_COUNTERS, *SCALED_DB_COUNTERS, *scheduler_metrics.stored_names()])
@@ -86,6 +98,8 @@ class DatabaseCollector(Collector):
         yield from queue_metrics.collect(data)
         yield from cluster_metrics.collect(data)
         yield from scheduler_metrics.collect(data, stored)
+        yield from cycle_gauges.collect()
+        yield from usage_metrics.collect()
 
 
 _registered = False

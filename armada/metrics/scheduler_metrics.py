@@ -1,4 +1,6 @@
-"""Armada's scheduler metrics: the cycle's counters and histograms (``services.cycle_metrics``),
+"""Armada's scheduler metrics: the cycle's counters and histograms (``services.cycle_metrics``,
+``services.round_metrics``; and the executor's ``armada_executor_job_pod_total``, counted in
+``services.usage_metrics``),
 the job state counters (``services.job_state_metrics``), and the per-cycle gauges Armada
 sets after each round, reckoned here at scrape time from the database as it is now:
 
@@ -6,6 +8,8 @@ sets after each round, reckoned here at scrape time from the database as it is n
   the pool's active queues (with active runs in the pool, or uncordoned with jobs queued);
 - ``armada_scheduler_adjusted_fair_share``: the fair share with what queues that ask for less
   than theirs leave over shared out among the others by weight, capped by demand;
+- ``armada_scheduler_uncapped_adjusted_fair_share``: the adjusted fair share the queue would
+  have were its own demand unbounded (``core.fairshare.uncapped_adjusted_fair_shares``);
 - ``armada_scheduler_actual_share``: the dominant resource share of the queue's active runs
   in the pool over the pool's schedulable capacity (``core.fairshare.dominant_share``);
 - ``armada_scheduler_demand`` (and ``constrained_demand``, the same number: no constraint
@@ -26,7 +30,11 @@ from collections.abc import Iterator, Mapping
 from django.conf import settings
 from prometheus_client.core import Metric
 
-from armada.core.fairshare import dominant_share
+from armada.core.fairshare import (
+    adjusted_fair_shares,
+    dominant_share,
+    uncapped_adjusted_fair_shares,
+)
 from armada.metrics.families import Stored, add_counter, armada_counter, gauge
 from armada.metrics.reads import ScrapeData
 from armada.services import job_state_metrics as states
@@ -41,11 +49,16 @@ from armada.services.cycle_metrics import (
     SCHEDULED,
     SCHEDULING_TIMES,
 )
+from armada.services.round_metrics import POOL_OUTCOME, POOL_OUTCOME_LABELS
+from armada.services.usage_metrics import POD_TOTAL, POD_TOTAL_LABELS
 
 PQ = ("pool", "queue")
 SHARES = {
     "armada_scheduler_fair_share": "Fair share of each queue",
     "armada_scheduler_adjusted_fair_share": "Adjusted Fair share of each queue",
+    "armada_scheduler_uncapped_adjusted_fair_share": (
+        "Adjusted Fair share of each queue, not capped by demand"
+    ),
     "armada_scheduler_actual_share": "Actual Fair share of each queue",
     "armada_scheduler_demand": "Demand of each queue",
     "armada_scheduler_constrained_demand": "Constrained demand of each queue and pool",
@@ -79,6 +92,8 @@ JOB_COUNTERS: dict[str, tuple[str, tuple[str, ...]]] = {
     SCHEDULED: ("Number of events scheduled", JOB_LABELS),
     PREEMPTED: ("Number of jobs preempted", JOB_LABELS),
     OUTCOME: ("Count of scheduling cycles completed by outcome", ("outcome",)),
+    POOL_OUTCOME: ("Number of scheduling attempts per pool by outcome", POOL_OUTCOME_LABELS),
+    POD_TOTAL: ("Counter for pods in different phases by queue", POD_TOTAL_LABELS),
 }
 HISTOGRAMS = {
     CYCLE_TIMES: ("Cycle time when in a scheduling round.", (), CYCLE_BUCKETS, 1.0),
@@ -130,24 +145,8 @@ def collect(data: ScrapeData, stored: Stored) -> Iterator[Metric]:
 
 
 def adjusted_shares(weights: Mapping[str, float], demand: Mapping[str, float]) -> dict[str, float]:
-    """Shares by weight, where a queue asking for less than its share gets its demand and
-    the rest is shared out among the others, again by weight, until every queue either has
-    its demand or a share below it."""
-    left, open_, out = 1.0, set(weights), {}
-    while open_:
-        total = sum(weights[q] for q in open_)
-        if total <= 0:
-            break
-        share = {q: left * weights[q] / total for q in open_}
-        capped = {q for q in open_ if demand.get(q, 0.0) <= share[q]}
-        if not capped:
-            out.update(share)
-            break
-        for q in capped:
-            out[q] = demand.get(q, 0.0)
-            left -= out[q]
-        open_ -= capped
-    return out
+    """The demand-capped adjusted fair shares (``core.fairshare.adjusted_fair_shares``)."""
+    return adjusted_fair_shares(weights, demand)
 
 
 def _shares(data: ScrapeData) -> Iterator[Metric]:
@@ -178,10 +177,12 @@ def _shares(data: ScrapeData) -> Iterator[Metric]:
             demand[q] = dominant_share(asked, capacity)
         actual = {q: dominant_share(used.get(q, {}), capacity) for q in active}
         adjusted = adjusted_shares(weights, demand)
+        uncapped = uncapped_adjusted_fair_shares(weights, demand)
         for q in active:
             for name, value in (
                 ("armada_scheduler_fair_share", weights[q] / total if total else 0.0),
                 ("armada_scheduler_adjusted_fair_share", adjusted.get(q, 0.0)),
+                ("armada_scheduler_uncapped_adjusted_fair_share", uncapped.get(q, 0.0)),
                 ("armada_scheduler_actual_share", actual[q]),
                 ("armada_scheduler_demand", demand[q]),
                 ("armada_scheduler_constrained_demand", demand[q]),

@@ -7,7 +7,7 @@ from armada.models.executor_credential import ExecutorCredential
 from armada.models.job import Job, Run
 from armada.models.lease import LeaderLease
 from armada.models.log import RunLog
-from armada.models.metric import MetricCounter
+from armada.models.metric import MetricCounter, MetricGauge, RunUsage
 from armada.models.metric_sample import MetricSample
 from armada.models.policy import RetryPolicy
 from armada.models.policy_version import RetryPolicyVersion
@@ -23,6 +23,7 @@ __all__ = [
     "Job",
     "LeaderLease",
     "MetricCounter",
+    "MetricGauge",
     "MetricSample",
     "Node",
     "Queue",
@@ -32,6 +33,7 @@ __all__ = [
     "RetryYieldBucket",
     "RollupMark",
     "Run",
+    "RunUsage",
     "RunLog",
     "SchedulingReason",
     "SchedulingRound",

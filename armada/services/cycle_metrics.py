@@ -18,7 +18,9 @@ values whichever process scheduled. Armada's names, labels and units:
   preempted for it) or ``fairshare`` (a queue over its fair share gave room);
 - ``armada_scheduler_preempted_jobs{pool,queue,priority_class,type}``: jobs the scheduler
   preempted (``type`` ``urgency`` or ``fairshare``), counted when their stop was marked.
-  Preemptions asked for through the API are not counted here.
+  Preemptions asked for through the API are not counted here;
+- ``armada_scheduler_pool_scheduling_outcome{pool,outcome,termination_reason}`` and the
+  per-cycle gauges: ``services.round_metrics`` and ``services.duration_metrics``.
 
 Storage: ``MetricCounter`` rows, written in one transaction under the event-log lock like
 every counter (``services.counters``). The histogram is kept as one counter per bucket that
@@ -35,16 +37,25 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
 from django.db import transaction
 
 from armada.models import Job
 from armada.services.counters import counters_add
+from armada.services.duration_metrics import STORED as DURATION_GAUGES
 from armada.services.events import lock_event_log
 from armada.services.metric_buckets import INF, bucket_label, exponential_buckets
 from armada.services.metric_buckets import bucket_of as _bucket_of
+from armada.services.metric_gauges import GaugeRows, gauges_replace
+from armada.services.round_metrics import (
+    POOL_OUTCOME,
+    ROUND_GAUGES,
+    PoolRound,
+    pool_outcomes,
+    round_gauge_rows,
+)
 
 CYCLE_TIMES = "armada_scheduler_schedule_cycle_times"
 RECONCILIATION_TIMES = "armada_scheduler_reconciliation_cycle_times"
@@ -54,6 +65,8 @@ OUTCOME = "armada_scheduler_schedule_outcome"
 SCHEDULED = "armada_scheduler_scheduled_jobs"
 PREEMPTED = "armada_scheduler_preempted_jobs"
 JOB_LABELS = ("pool", "queue", "priority_class", "type")
+# Every gauge a cycle sets: the last cycle's rows of these are replaced by each cycle.
+CYCLE_GAUGE_NAMES = (*ROUND_GAUGES, *DURATION_GAUGES)
 __all__ = ["INF", "bucket_label", "bucket_of", "cycle_metrics_write"]
 
 
@@ -113,11 +126,16 @@ def cycle_metrics_write(
     marked_run_ids: Iterable[str],
     reconciliation_ms: int = 0,
     pool_ms: Mapping[str, int] | None = None,
+    rounds: Sequence[PoolRound] = (),
+    gauges: GaugeRows | None = None,
 ) -> None:
     """Count one cycle: its duration; its leases (``(pool, lease)`` as the rounds made them,
     of which ``leased_ids`` were written: a job cancelled meanwhile is not counted); its
     preemptions (the reasons by job id, each job's active run in ``runs`` by job id, and the
-    runs whose stop was marked: a run that was already stopping is not counted)."""
+    runs whose stop was marked: a run that was already stopping is not counted); each pool's
+    round (``services.round_metrics``). The cycle's gauges (the rounds' statistics and
+    ``gauges``, e.g. ``services.duration_metrics``) replace the last cycle's in the same
+    transaction (``services.metric_gauges``)."""
     written = set(leased_ids)
     placed = [(pool, lease) for pool, lease in leases if lease.job_id in written]
     how = lease_types(preempted)
@@ -154,3 +172,6 @@ def cycle_metrics_write(
         counters_add(name=OUTCOME, increments={(("outcome", "success"),): 1})
         counters_add(name=SCHEDULED, increments=scheduled)
         counters_add(name=PREEMPTED, increments=stopped)
+        counters_add(name=POOL_OUTCOME, increments=pool_outcomes(list(rounds)))
+        rows = {**round_gauge_rows(list(rounds)), **(gauges or {})}
+        gauges_replace(names=CYCLE_GAUGE_NAMES, rows=rows)

@@ -40,6 +40,7 @@ from armada.services.report_stops import record_cancelled, record_preempted, sto
 from armada.services.run_ingress import FIELD as INGRESS_FIELD
 from armada.services.run_ingress import ingress_outcome, record_ingress
 from armada.services.runs import FAILURE_CATEGORY_COUNTER, RUN_FIELDS, Changes, record_failure
+from armada.services.usage_metrics import pod_phases_count
 
 LOG_LIMIT = 64 * 1024
 
@@ -134,6 +135,7 @@ def runs_apply_report_batch(
         if ingress:
             changes.run_fields = (*changes.run_fields, INGRESS_FIELD)
         logs: dict[str, RunReport] = {}
+        phases: list[tuple[str, str]] = []  # (queue, state) of each report applied
         stops = stop_requests(runs, reports)
         for i in in_run_order(reports):
             report = reports[i]
@@ -147,6 +149,7 @@ def runs_apply_report_batch(
             outcomes[i] = outcome = _outcome(run, report, executor_id)
             if outcome.outcome != Outcome.APPLIED:
                 continue  # changes nothing, its log included
+            phases.append((run.job.queue_id, report.state))
             if report.log is not None:
                 logs[run.id] = report
             job = run.job
@@ -167,6 +170,7 @@ def runs_apply_report_batch(
             else:
                 _advance(run, job, report, changes)
         _save_logs(logs, now)
+        pod_phases_count(changes, phases)
         changes.write()
     return [outcomes[i] for i in range(len(reports))]
 

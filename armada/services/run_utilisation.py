@@ -33,6 +33,7 @@ from armada.services.events import NewEvent, events_append
 from armada.services.locking import lock_runs_with_jobs
 from armada.services.report_outcomes import Outcome, ReportOutcome
 from armada.services.run_reports import JOB_COLUMNS_NOT_READ
+from armada.services.usage_metrics import usage_record
 
 #: The shortest period the server accepts between two utilisation events of a run.
 MIN_PERIOD = 1.0
@@ -86,6 +87,7 @@ def runs_record_utilisation(
             )
         }
         changed: dict[str, Run] = {}
+        latest: dict[str, dict[str, int]] = {}  # run -> its latest average use
         events: list[NewEvent] = []
         for usage in sorted(reports, key=lambda u: u.at):
             run = runs.get(usage.run_id)
@@ -95,6 +97,7 @@ def runs_record_utilisation(
                 continue
             run.utilisation_at = usage.at
             changed[run.id] = run
+            latest[run.id] = usage.avg_usage
             job = run.job
             events.append(
                 NewEvent(
@@ -119,6 +122,7 @@ def runs_record_utilisation(
             )
         bulk_update_fields(list(changed.values()), ["utilisation_at"])
         events_append(events=events)
+        usage_record(latest)
     # Back in the order given (they were applied oldest measurement first).
     order = sorted(range(len(reports)), key=lambda i: reports[i].at)
     out: list[ReportOutcome | None] = [None] * len(reports)

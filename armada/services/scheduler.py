@@ -51,6 +51,7 @@ from armada.services.bulk import insert_rows, values_table
 from armada.services.counters import counters_reset_if_due
 from armada.services.cycle_metrics import cycle_metrics_write
 from armada.services.decisions import DECISIONS_COUNTER, GANG_SKIPPED_COUNTER, failures_decide
+from armada.services.duration_metrics import duration_gauge_rows
 from armada.services.events import NewEvent, events_append
 from armada.services.expiry import runs_expire
 from armada.services.ids import new_id
@@ -61,6 +62,7 @@ from armada.services.leader import leader_acquire, process_holder
 from armada.services.mutations import avoided_node_names
 from armada.services.records import records_write
 from armada.services.retry_cost_metrics import COUNTERS as RETRY_COST_COUNTERS
+from armada.services.round_metrics import PoolRound, pool_round
 from armada.services.snapshot import node_state
 from armada.services.stopping import PREEMPT, runs_request_stops
 
@@ -209,6 +211,7 @@ def scheduler_cycle(*, now: datetime, clock: Callable[[], float] = time.monotoni
     leased: set[str] = set()
     preempted: dict[str, str] = {}
     preempted_for: dict[str, str] = {}  # preempted job -> the job it made room for
+    rounds: list[PoolRound] = []
     for q in queues:
         if q.cordoned:
             for job in db.queue_jobs(q.name, lookback=lookback):
@@ -221,10 +224,11 @@ def scheduler_cycle(*, now: datetime, clock: Callable[[], float] = time.monotoni
         nodes, rows = _load_nodes(pool.name, now)
         running, used = _running(db, pool.name, nodes, classes)
         avoid = _avoidance(db, rows)
+        queue_states = _queue_states(queues, used, pool.name, now, pool.short_job_penalty_cutoff)
         round_started = time.perf_counter()
         result = schedule_round(
             nodes=nodes,
-            queues=_queue_states(queues, used, pool.name, now, pool.short_job_penalty_cutoff),
+            queues=queue_states,
             queued={
                 q.name: avoid(db.queue_jobs(q.name, lookback=lookback, exclude=leased))
                 for q in queues
@@ -236,8 +240,20 @@ def scheduler_cycle(*, now: datetime, clock: Callable[[], float] = time.monotoni
             running=running,
             fair_share_preemption=scheduling.fair_share_preemption,
             protected_fraction=scheduling.protected_fraction_of_fair_share,
+            clock=time.perf_counter,
         )
         pool_ms[pool.name] = int((time.perf_counter() - round_started) * 1000)
+        rounds.append(
+            pool_round(
+                pool.name,
+                result,
+                queue_states,
+                used,
+                nodes,
+                rate_limited=result.limit_reached
+                and max_leases < scheduling.maximum_jobs_per_round,
+            )
+        )
         report.considered = max(report.considered, result.considered)
         report.limit_reached = report.limit_reached or result.limit_reached
         preempted.update(result.preempted)
@@ -285,6 +301,8 @@ def scheduler_cycle(*, now: datetime, clock: Callable[[], float] = time.monotoni
         marked_run_ids=marked,
         reconciliation_ms=reconciled_ms,
         pool_ms=pool_ms,
+        rounds=rounds,
+        gauges=duration_gauge_rows(now=now, pools=[p.name for p in scheduling.pools]),
     )
     return report
 
