@@ -13,6 +13,12 @@ from tests.metrics.scenario import run_scenario
 # Exported, but the scenario makes no series for them (no preemption, nothing cordoned...):
 # their family is served (``# TYPE``) without samples.
 NO_SERIES_IN_SCENARIO = {
+    # no preemption, no short-job penalty, no utilisation events: tests/metrics/test_cycle_gauges.py
+    "armada_scheduler_evicted_jobs",
+    "armada_scheduler_evicted_resources",
+    "armada_scheduler_short_job_penalty",
+    "armada_queue_resource_used",
+    "armada_executor_job_pod_resource_usage",
     "armada_scheduler_preempted_jobs",
     "armada_scheduler_job_resource_seconds_lost_to_preemption",
     "armada_scheduler_retry_policy_gang_skipped_total",
@@ -31,7 +37,10 @@ def test_the_doc_lists_every_armada_metric_with_its_type_labels_and_a_status():
 
 
 def _families(text: str) -> dict:
-    return {f.name: f for f in text_string_to_metric_families(text)}
+    """Families by (name, type): the parser names a counter family without ``_total``, so
+    Armada's counter ``armada_executor_job_pod_total`` and its gauge ``armada_executor_job_pod``
+    share a name."""
+    return {(f.name, f.type): f for f in text_string_to_metric_families(text)}
 
 
 @pytest.mark.django_db(transaction=True)
@@ -46,8 +55,9 @@ def test_every_exported_name_is_scraped_with_armadas_type_and_labels(
     assert len(exported) >= 50
     for m in exported:
         # The parser names a counter family without "_total".
-        family = families.get(m.name.removesuffix("_total") if m.type == "counter" else m.name)
-        assert family is not None, f"{m.name} is not served"
+        name = m.name.removesuffix("_total") if m.type == "counter" else m.name
+        family = families.get((name, m.type))
+        assert family is not None, f"{m.name} is not served as a {m.type}"
         assert family.type == m.type, m.name
         if m.type == "counter":
             # The exposition's TYPE line carries Armada's exact name.

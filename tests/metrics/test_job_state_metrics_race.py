@@ -1,5 +1,5 @@
 """PostgreSQL, real parallel clients: executors' report batches applied at the same time, with
-scrapes in between, count every run's state changes exactly once."""
+scrapes in between, count every run's state changes (and pod phase changes) exactly once."""
 
 from __future__ import annotations
 
@@ -89,3 +89,8 @@ def test_parallel_report_batches_count_each_change_once(settings, queue, owner):
     succeeded = sum(v for labels, v in seconds.items() if ("state", "succeeded") in labels)
     # Each run spent 9 + i - (2 + i) = 7 s running before it succeeded.
     assert succeeded == pytest.approx(7.0 * RUNS)
+    # The executor's pod phase counter, counted in the same transactions: once per change.
+    pods = series(values, "armada_executor_job_pod_total")
+    assert pods == {
+        (("phase", phase), ("queue", "demo")): RUNS for phase in ("Pending", "Running", "Succeeded")
+    }

@@ -10,12 +10,14 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from armada.models import Executor, Job, Node, Queue, Run
+from armada.models import Executor, Job, MetricGauge, Node, Queue, Run, RunUsage
 from armada.services.ids import new_id
 from tests.metrics.scenario import configure
 from tests.metrics.scrape import parse, value
 
-SCRAPE_QUERIES = 6  # stored counters, queues, jobs, runs, executors, nodes (docs/metrics.md)
+# stored counters, queues, jobs, runs, executors, nodes, the last cycle's gauges, pods' usage
+# (docs/metrics.md)
+SCRAPE_QUERIES = 8
 
 
 def _fill(*, queues: int, jobs: int, runs: int, nodes: int) -> None:
@@ -71,6 +73,28 @@ def _fill(*, queues: int, jobs: int, runs: int, nodes: int) -> None:
         ],
         batch_size=2000,
     )
+    runs_made = Run.objects.filter(state="running").values_list("id", flat=True)
+    RunUsage.objects.bulk_create(
+        [
+            RunUsage(run_id=run_id, resource=r, value=v)
+            for run_id in runs_made
+            for r, v in (("cpu", 500), ("memory", 2**29 * 1000))
+        ],
+        batch_size=2000,
+    )
+    # A cycle's gauges: one row per queue and name, as a cycle over 50 queues stores them.
+    MetricGauge.objects.bulk_create(
+        [
+            MetricGauge(
+                name=name,
+                labels_key=f"pool=default,queue=q{i:02}",
+                labels={"pool": "default", "queue": f"q{i:02}"},
+                value=1.0,
+            )
+            for i in range(queues)
+            for name in ("armada_scheduler_considered_jobs", "armada_scheduler_gangs_considered")
+        ]
+    )
 
 
 def _scrape(client) -> tuple[int, float, dict]:
@@ -100,5 +124,22 @@ def test_a_scrape_is_a_fixed_number_of_queries_on_a_large_database(settings, cli
         for q in (f"q{i:02}" for i in range(50))
     )
     assert total == 2_000
+    used = sum(
+        value(
+            values,
+            "armada_queue_resource_used",
+            cluster="test",
+            pool="default",
+            queueName=q,
+            queue=q,
+            resourceType="cpu",
+            nodeType="",
+            reservation="",
+            physical_pool="default",
+            scalable_unit="",
+        )
+        for q in (f"q{i:02}" for i in range(50))
+    )
+    assert used == pytest.approx(2_000 * 0.5)
     with capsys.disabled():
         print(f"\nscrape of 20,000 jobs / 50 queues / 2,000 runs: {count} queries, {elapsed:.3f}s")
