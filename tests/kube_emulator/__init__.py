@@ -7,7 +7,9 @@ same way, so a shape the library cannot read is refused (400).
 
 Served (paths as Kubernetes serves them): core/v1 nodes, namespaces (GET), pods (list/watch,
 create, get, delete, ``/log``), events (list/watch), services (list/watch, create, get,
-delete); networking.k8s.io/v1 ingresses (same); ``/version``. Lists take ``labelSelector``,
+delete); networking.k8s.io/v1 ingresses (same); ``/version``; the resource metrics API
+``metrics.k8s.io/v1beta1`` as metrics-server serves it (discovery, PodMetrics and NodeMetrics
+get/list, see ``metrics_http``), absent unless a test serves it. Lists take ``labelSelector``,
 ``fieldSelector`` (per-kind field labels; others are refused ``field label not supported``),
 ``limit``/``continue`` (consistent snapshots rebuilt from history), ``resourceVersion`` and
 ``resourceVersionMatch``; watches take ``resourceVersion``, ``allowWatchBookmarks``,
@@ -49,9 +51,10 @@ service accounts and the projected token volume, a scheduler (pods without ``nod
 stay Pending, without events), taint-based eviction other than for lost nodes (tolerations
 and their tolerationSeconds are not consulted; NoSchedule taints are ignored, as a kubelet
 does), ``set_node_ready(name, False)`` does not evict, protobuf, dry runs, server-side apply,
-finalizers, namespace deletion, API discovery (``/api``, ``/apis``), event TTL, a real
-LoadBalancer controller for services, readiness/liveness probes, timestamps at more than
-second precision (they are written ``+00:00`` by the client's serialiser, not ``Z``).
+finalizers, namespace deletion, API discovery (``/api``, ``/apis``; only the metrics group's
+own documents are served), event TTL, a real LoadBalancer controller for services,
+readiness/liveness probes, metrics-server's watch of metrics, timestamps at more than second
+precision (they are written ``+00:00`` by the client's serialiser, not ``Z``).
 
 Hooks (all thread-safe): ``start() -> url``, ``stop()``, ``write_kubeconfig(path, context,
 token)``, ``add_namespace``, ``add_node(name, labels, taints, allocatable, unschedulable)``,
@@ -59,9 +62,11 @@ token)``, ``add_namespace``, ``add_node(name, labels, taints, allocatable, unsch
 ``oom``/``evict``/``finish(exit_code)``/``image_pull_backoff``/``vanish`` (ns, name),
 ``pause_kubelet(node="*")``/``resume_kubelet``, ``fail_requests(count, seconds, status)``,
 ``unreachable(seconds)``, ``cut_watches()``, ``compact()``, ``request_log``,
-``request_counts()``, ``pod(ns, name)``, ``pods()``, ``events_for(ns, name)``, ``time_scale``
-(multiplies every kubelet/controller delay and annotation duration), ``kubelet.t`` (the
-kubelet's base delays), ``cluster.node_eviction_delay``/``pod_gc_delay``.
+``request_counts()``, ``set_metrics_api("served"|"absent"|"unavailable")`` (also
+``KubeEmulator(metrics_api=...)``), ``set_usage(ns, pod, container, cpu, memory)``,
+``clear_usage(ns, pod)``, ``pod(ns, name)``, ``pods()``, ``events_for(ns, name)``,
+``time_scale`` (multiplies every kubelet/controller delay and annotation duration),
+``kubelet.t`` (the kubelet's base delays), ``cluster.node_eviction_delay``/``pod_gc_delay``.
 """
 
 from tests.kube_emulator.emulator import KubeEmulator

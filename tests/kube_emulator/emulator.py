@@ -14,6 +14,7 @@ from tests.kube_emulator.api import Cluster
 from tests.kube_emulator.defaults import namespace_obj
 from tests.kube_emulator.faults import Faults
 from tests.kube_emulator.http import Server
+from tests.kube_emulator.metrics import ABSENT, MetricsServer
 from tests.kube_emulator.store import Store
 from tests.kube_emulator.timeline import Timeline
 
@@ -31,6 +32,7 @@ class KubeEmulator:
         bookmark_interval: float = 1.0,
         host: str = "127.0.0.1",
         port: int = 0,
+        metrics_api: str = ABSENT,
     ) -> None:
         self.token = token
         self.host, self.port = host, port
@@ -40,6 +42,7 @@ class KubeEmulator:
         self.cluster = Cluster(self.store, self.timeline)
         self.kubelet = self.cluster.kubelet
         self.faults = Faults()
+        self.metrics = MetricsServer(metrics_api)
         self.stopping = False
         self.request_log: list[dict[str, Any]] = []
         self._counts: Counter[tuple[str, str, bool]] = Counter()
@@ -180,6 +183,23 @@ class KubeEmulator:
 
     def resume_kubelet(self, node: str = "*") -> None:
         self.timeline.resume(node)
+
+    # -- resource metrics (metrics.k8s.io) ---------------------------------------------
+    def set_metrics_api(self, state: str) -> None:
+        """``served``, ``absent`` (metrics-server not installed: 404) or ``unavailable``
+        (installed but not answering: the aggregator's 503)."""
+        self.metrics.set_state(state)
+
+    def set_usage(
+        self, namespace: str, pod: str, container: str, cpu: str = "0", memory: str = "0"
+    ) -> None:
+        """What ``container`` of the pod uses now, as metrics-server would report it once
+        the pod runs (quantities: ``"250m"``, ``"100Mi"``; cpu also ``"13000001n"``)."""
+        self.metrics.set_usage(namespace, pod, container, cpu, memory)
+
+    def clear_usage(self, namespace: str, pod: str) -> None:
+        """The pod has no metrics any more (as if metrics-server had not scraped it)."""
+        self.metrics.clear_usage(namespace, pod)
 
     # -- faults ------------------------------------------------------------------------
     def fail_requests(

@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
-from tests.kube_emulator import logs, watch
+from tests.kube_emulator import logs, metrics_http, watch
 from tests.kube_emulator.api import parse_body
 from tests.kube_emulator.defaults import K8S_VERSION
 from tests.kube_emulator.listing import list_objects
@@ -140,6 +140,9 @@ class Handler(BaseHTTPRequestHandler):
             route == "log" and params.get("follow") in ("true", "1")
         )
         kind = f"{plural}/log" if route == "log" else plural
+        metrics = match is None and metrics_http.owns(url.path)
+        if metrics:
+            kind = metrics_http.kind_of(url.path)
         emu._count(method, kind, is_watch, url.path, params)
         try:
             if emu.token is not None and self.headers.get("Authorization") != f"Bearer {emu.token}":
@@ -150,6 +153,9 @@ class Handler(BaseHTTPRequestHandler):
                                {"causes": [{"message": "injected failure (emulator)"}]})  # fmt: skip
             if url.path in ("/version", "/version/") and method == "GET":
                 self._send_json(200, version_info())
+                return
+            if metrics:
+                metrics_http.serve(self, emu, method, url.path, params)
                 return
             if match is None:
                 raise ApiError(
