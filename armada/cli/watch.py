@@ -217,7 +217,8 @@ def format_event(event: Mapping[str, Any], tz: tzinfo | None = None) -> str:
     when there is one), retryable, then in brackets what was decided (:func:`decision_text`),
     then the category's hint and the termination message, each shortened
     (:func:`shorten`) and left out when empty; ``leased``: the node; ``ingress_info``: the
-    ingress addresses by container port (:func:`ingress_text`).
+    ingress addresses by container port (:func:`ingress_text`); ``utilisation``: the largest
+    reading of the period per resource (:func:`usage_text`).
     """
     kind = str(event.get("type") or "?")
     parts = [
@@ -245,7 +246,26 @@ def format_event(event: Mapping[str, Any], tz: tzinfo | None = None) -> str:
         parts.append(f"node={_word(event_field(event, 'nodeName', 'node'))}")
     elif kind == "ingress_info":
         parts.append(f"addresses={_word(ingress_text(event.get('ingressAddresses')))}")
+    elif kind == "utilisation" and (usage := usage_text(event.get("maxResourcesForPeriod"))):
+        parts.append(f"max {usage}")
     return "  ".join(parts).rstrip()
+
+
+USAGE_ORDER = ("cpu", "memory")  # first, as kubectl top shows them; other resources by name
+
+
+def usage_text(usage: Any) -> str | None:
+    """``cpu 250m, memory 100Mi, nvidia.com/gpu 1``: each resource and its quantity as the
+    server wrote it (cpu and memory first, then by name), or None when there is none.
+
+    Armada's armadactl prints nothing for a utilisation event (it keeps the largest usage
+    for itself); this line shows the period's largest reading, ``maxResourcesForPeriod``.
+    """
+    if not isinstance(usage, Mapping):
+        return None
+    named = [(str(k), v) for k, v in usage.items() if v not in (None, "")]
+    named.sort(key=lambda kv: (USAGE_ORDER.index(kv[0]) if kv[0] in USAGE_ORDER else 2, kv[0]))
+    return ", ".join(f"{name} {_word(value)}" for name, value in named) or None
 
 
 def ingress_text(addresses: Any) -> str | None:

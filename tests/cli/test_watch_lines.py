@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from armada.cli.client import CAUGHT_UP
-from armada.cli.watch import JobSetTracker, format_event, format_time, run_watch
+from armada.cli.watch import JobSetTracker, format_event, format_time, run_watch, usage_text
 from tests.cli.fake_armada import event
 
 # -- watch lines and termination ---------------------------------------------------------
@@ -91,10 +91,46 @@ from tests.cli.fake_armada import event
             {"id": 14, "type": "leased", "jobId": "j2", "created": "garbage"},
             "--:--:--  leased          j2  node=-",
         ),
+        (  # the period's largest reading, cpu and memory first (Armada prints none)
+            event(
+                15,
+                "utilisation",
+                "j1",
+                second=12,
+                clusterId="c1",
+                nodeName="node-7",
+                podName="armada-j1-0",
+                maxResourcesForPeriod={"nvidia.com/gpu": "1", "memory": "100Mi", "cpu": "250m"},
+                avgResourcesForPeriod={"cpu": "100m", "memory": "64Mi", "nvidia.com/gpu": "1"},
+                totalCumulativeUsage={"cpu": "42"},
+            ),
+            "10:00:12  utilisation     j1  max cpu 250m, memory 100Mi, nvidia.com/gpu 1",
+        ),
+        (  # a reading without figures (or from a server that sent none) prints none
+            event(16, "utilisation", "j1", second=13, maxResourcesForPeriod={}),
+            "10:00:13  utilisation     j1",
+        ),
     ],
 )
 def test_event_lines(evt: dict[str, Any], line: str) -> None:
     assert format_event(evt, UTC) == line
+
+
+def test_usage_text_orders_resources_and_keeps_the_servers_quantities() -> None:
+    assert usage_text({"memory": "1Gi", "cpu": "2"}) == "cpu 2, memory 1Gi"
+    assert usage_text({"ephemeral-storage": "5Gi", "memory": "13000Ki"}) == (
+        "memory 13000Ki, ephemeral-storage 5Gi"
+    )
+    assert usage_text({"cpu": 1.5, "memory": None}) == "cpu 1.5"  # odd values, as they are
+    assert usage_text({"weird": "a b"}) == 'weird "a b"'
+    assert usage_text({}) is None and usage_text(None) is None and usage_text("cpu") is None
+
+
+def test_utilisation_events_do_not_change_a_jobs_state() -> None:
+    tracker = JobSetTracker()
+    tracker.observe(event(1, "running", "j1"))
+    tracker.observe(event(2, "utilisation", "j1", maxResourcesForPeriod={"cpu": "1"}))
+    assert tracker.states == {"j1": "running"}
 
 
 def test_event_time_is_converted_to_the_chosen_zone() -> None:

@@ -122,6 +122,34 @@ def test_watch_exit_if_inactive_waits_until_the_server_has_sent_everything(
     assert out.splitlines()[-1] == "[2 jobs] succeeded: 1, failed: 1"
 
 
+def test_watch_prints_the_usage_of_utilisation_events(
+    capsys: pytest.CaptureFixture[str], fake_armada: FakeArmada
+) -> None:
+    usage = {"cpu": "250m", "memory": "100Mi"}
+    fake_armada.events = [
+        event(1, "submitted", "a"),
+        event(2, "running", "a", second=1, nodeName="n1"),
+        event(3, "utilisation", "a", second=31, maxResourcesForPeriod=usage,
+              avgResourcesForPeriod={"cpu": "200m", "memory": "90Mi"}, totalCumulativeUsage={}),
+        event(4, "utilisation", "a", second=59, maxResourcesForPeriod={"cpu": "2", "memory": "1Gi"}),
+        event(5, "succeeded", "a", second=59),
+    ]  # fmt: skip
+    code, out, err = run(
+        capsys, "--url", fake_armada.url, "watch", "q1", "js1", "--exit-if-inactive", "--utc"
+    )
+    assert code == 0, err
+    lines = out.splitlines()
+    assert "10:00:31  utilisation     a  max cpu 250m, memory 100Mi" in lines
+    assert "10:00:59  utilisation     a  max cpu 2, memory 1Gi" in lines
+    assert lines[-1] == "[1 job] succeeded: 1"
+    # --raw prints the events as the server sent them, figures and all.
+    code, out, err = run(
+        capsys, "--url", fake_armada.url, "watch", "q1", "js1", "--raw", "--exit-if-inactive"
+    )
+    assert code == 0, err
+    assert '"maxResourcesForPeriod": {"cpu": "250m", "memory": "100Mi"}' in out
+
+
 def test_watch_takes_a_last_event_without_newline_and_resumes_quietly(
     capsys: pytest.CaptureFixture[str], fake_armada: FakeArmada
 ) -> None:
