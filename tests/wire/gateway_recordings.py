@@ -437,7 +437,4 @@ RECORDINGS: list[Recording] = [
 ]
 
 # Paths of Armada's api.swagger.json whose gRPC method this server does not serve (yet).
-UNSERVED = {
-    ("POST", "/v1/node/cancel/{name}"): "api.Node/CancelOnNode",
-    ("POST", "/v1/node/preempt/{name}"): "api.Node/PreemptOnNode",
-}
+UNSERVED: dict[tuple[str, str], str] = {}

@@ -44,6 +44,22 @@ OPERATIONS: dict[tuple[str, str], tuple[str, str, str | None, str | None, tuple[
         "GetJobReport", "SchedulerReporting", None, "schedulerobjectsJobReport", ("jobId",)
     ),
     ("POST", "/v1/jobset/cancel"): ("CancelJobSet", "Submit", "apiJobSetCancelRequest", None, ()),
+    # executor.proto is left out of Armada's published file; these are its generator's names.
+    ("DELETE", "/v1/executor_settings/{name}"): (
+        "DeleteExecutorSettings", "Executor", "apiExecutorSettingsDeleteRequest", None, ("name",)
+    ),
+    ("PUT", "/v1/executor_settings/{name}"): (
+        "UpsertExecutorSettings", "Executor", "apiExecutorSettingsUpsertRequest", None, ("name",)
+    ),
+    ("POST", "/v1/executor/cancel/{name}"): (
+        "CancelOnExecutor", "Executor", "apiExecutorCancelRequest", None, ("name",)
+    ),
+    ("POST", "/v1/executor/preempt/{name}"): (
+        "PreemptOnExecutor", "Executor", "apiExecutorPreemptRequest", None, ("name",)
+    ),
+    ("DELETE", "/v1/executors/{name}"): (
+        "DeleteExecutor", "Executor", "apiExecutorDeleteRequest", None, ("name",)
+    ),
     ("POST", "/v1/node/cancel/{name}"): ("CancelOnNode", "Node", "apiNodeCancelRequest", None, ("name",)),
     ("POST", "/v1/node/preempt/{name}"): (
         "PreemptOnNode", "Node", "apiNodePreemptRequest", None, ("name",)
@@ -110,6 +126,13 @@ DEFINITIONS: dict[str, set[str]] = {
     "binocularsLogLine": {"timestamp", "line"},
     "v1PodLogOptions": {"tailLines", "limitBytes", "previous", "sinceSeconds"},
     "schedulerobjectsQueueReport": {"report"},
+    "apiNodeCancelRequest": {"name", "executor", "queues", "priorityClasses"},
+    "apiNodePreemptRequest": {"name", "executor", "queues", "priorityClasses"},
+    "apiExecutorSettingsUpsertRequest": {"name", "cordoned", "cordonReason"},
+    "apiExecutorSettingsDeleteRequest": {"name"},
+    "apiExecutorDeleteRequest": {"name"},
+    "apiExecutorCancelRequest": {"name", "queues", "priorityClasses", "pools"},
+    "apiExecutorPreemptRequest": {"name", "queues", "priorityClasses", "pools"},
     "protobufAny": {"typeUrl", "value"},
     "runtimeError": {"code", "message", "error", "details"},
 }

@@ -28,8 +28,13 @@ from tests.wire.gateway_recordings import (
     Ref,
     Timestamp,
 )
+from tests.wire.gateway_recordings_cluster import CLUSTER_RECORDINGS
 
 pytestmark = pytest.mark.django_db
+
+# The whole scenario, in order: Armada's api.swagger.json paths, then api.Node's and
+# api.Executor's.
+SCENARIO = [*RECORDINGS, *CLUSTER_RECORDINGS]
 
 # Every path of Armada's pkg/api/api.swagger.json (binoculars and scheduler objects aside).
 SWAGGER_PATHS = {
@@ -71,7 +76,7 @@ def _rule_of(recording: Recording) -> tuple[str, str]:
 
 def test_every_swagger_path_has_a_recording_or_is_listed_as_not_served():
     load_operations()
-    recorded = {_rule_of(r) for r in RECORDINGS}
+    recorded = {_rule_of(r) for r in SCENARIO}
     assert SWAGGER_PATHS - recorded == set(UNSERVED), "paths with no recording"
     ours = {(r.verb, r.template): r.method for r in http_rules()}
     served = load_operations()
@@ -147,10 +152,17 @@ def test_the_matcher_compares_whole_bodies():
 
 
 def _make_a_run(job_id: str) -> None:
-    """The scenario's running job: a run on cluster-1's node-1 in pool-1."""
+    """The scenario's running job: a run on cluster-1's node-1 in pool-1 (the executor and
+    its node registered, for the node and executor calls)."""
     from armada.core.states import JobState, RunState
-    from armada.models import Job, Run
+    from armada.models import Executor, Job, Node, Run
 
+    executor = Executor.objects.create(
+        id="cluster-1", pool="pool-1", backend="fake", registered_at=at(0), last_heartbeat=at(0)
+    )
+    Node.objects.create(
+        executor=executor, name="node-1", pool="pool-1", allocatable={}, last_seen=at(0)
+    )
     Run.objects.create(
         id="rec-run",
         job_id=job_id,
@@ -232,7 +244,7 @@ def test_the_recorded_calls_answer_as_armadas_gateway(admin_user):
 
     async def replay() -> None:
         client = AsyncClient()
-        for recording in RECORDINGS:
+        for recording in SCENARIO:
             try:
                 status, answer = await _send(client, recording, names)
             except KeyError as missing:  # an earlier answer did not hold the value
