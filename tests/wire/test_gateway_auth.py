@@ -96,7 +96,7 @@ def test_anonymous_access_when_configured(whoami, settings, owner):
     anonymous = Client(HTTP_HOST="localhost")
     response = anonymous.get("/v1/queue/x")
     assert response.status_code == 200
-    assert body(response)["userOwners"] == [""]
+    assert body(response)["userOwners"] == ["anonymous"]  # Armada's name for them
     assert not whoami[0][0].actor.is_authenticated
     # Credentials that are sent must still be right.
     response = anonymous.get("/v1/queue/x", HTTP_AUTHORIZATION=basic("olive", "nope")[1])
