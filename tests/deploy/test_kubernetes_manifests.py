@@ -60,3 +60,5 @@ def test_the_deployment_runs_as_the_service_account_rbac_yaml_binds():
     assert deployment["metadata"]["namespace"] == account["namespace"]
     # The roles bound to that account grant what the executor needs to run a pod.
     assert {("", "pods", "create"), ("", "pods", "watch"), ("", "nodes", "list")} <= rbac_grants()
+    # The utilisation events read the metrics API (tests/executor/backends/kubernetes/test_usage.py).
+    assert ("metrics.k8s.io", "pods", "list") in rbac_grants()

@@ -186,8 +186,9 @@ class KubeEmulator:
 
     # -- resource metrics (metrics.k8s.io) ---------------------------------------------
     def set_metrics_api(self, state: str) -> None:
-        """``served``, ``absent`` (metrics-server not installed: 404) or ``unavailable``
-        (installed but not answering: the aggregator's 503)."""
+        """``served``, ``absent`` (metrics-server not installed: 404), ``unavailable``
+        (installed but not answering: the aggregator's 503) or ``forbidden`` (the executor's
+        role grants nothing in ``metrics.k8s.io``: RBAC's 403)."""
         self.metrics.set_state(state)
 
     def set_usage(

@@ -31,9 +31,10 @@ VERSION = "v1beta1"
 API_VERSION = f"{GROUP}/{VERSION}"
 # What the aggregated API does: served; absent (no APIService: metrics-server was never
 # installed, every path is 404); unavailable (the APIService is registered but
-# metrics-server does not answer: the aggregator's 503).
-SERVED, ABSENT, UNAVAILABLE = "served", "absent", "unavailable"
-STATES = (SERVED, ABSENT, UNAVAILABLE)
+# metrics-server does not answer: the aggregator's 503); forbidden (served, but the caller's
+# role grants nothing in the group: RBAC's 403 on every read under the version).
+SERVED, ABSENT, UNAVAILABLE, FORBIDDEN = "served", "absent", "unavailable", "forbidden"
+STATES = (SERVED, ABSENT, UNAVAILABLE, FORBIDDEN)
 
 _DECIMAL = (("E", 18), ("P", 15), ("T", 12), ("G", 9), ("M", 6), ("k", 3), ("", 0))
 _BINARY = (("Ei", 60), ("Pi", 50), ("Ti", 40), ("Gi", 30), ("Mi", 20), ("Ki", 10))

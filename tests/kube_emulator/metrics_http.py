@@ -23,7 +23,14 @@ from typing import TYPE_CHECKING, Any
 
 from kubernetes import client
 
-from tests.kube_emulator.metrics import ABSENT, API_VERSION, GROUP, UNAVAILABLE, VERSION
+from tests.kube_emulator.metrics import (
+    ABSENT,
+    API_VERSION,
+    FORBIDDEN,
+    GROUP,
+    UNAVAILABLE,
+    VERSION,
+)
 from tests.kube_emulator.objects import ApiError, bad_request
 from tests.kube_emulator.selectors import Requirement, parse_labels
 
@@ -82,6 +89,8 @@ def serve(
     if server.state == UNAVAILABLE:
         handler._send_text(503, "service unavailable\n")
         return
+    if server.state == FORBIDDEN and route in ("list", "get"):
+        raise _forbidden(groups["plural"], groups.get("ns"))
     if not route:
         raise not_found()
     if method != "GET":
@@ -101,6 +110,18 @@ def serve(
         handler._send_json(200, _list(emu, plural, groups.get("ns"), params))
         return
     handler._send_json(200, _get(emu, plural, groups.get("ns"), groups["name"]))
+
+
+def _forbidden(plural: str, namespace: str | None) -> ApiError:
+    """RBAC's refusal, worded as the API server words it for the executor's account."""
+    where = f' in the namespace "{namespace}"' if namespace else " at the cluster scope"
+    return ApiError(
+        403,
+        "Forbidden",
+        f'{plural}.{GROUP} is forbidden: User "system:serviceaccount:armada:armada-executor" '
+        f'cannot list resource "{plural}" in API group "{GROUP}"{where}',
+        {"group": GROUP, "kind": plural},
+    )
 
 
 def _not_allowed() -> ApiError:

@@ -5,8 +5,10 @@ One list request per namespace that has running pods of this executor, each time
 takes a reading (a few times a utilisation period, not every tick). The API gives what each
 container uses now (cpu and memory); a pod's reading is the sum over its containers. It
 gives no cumulative usage, so the reports of a kubernetes executor hold none. A cluster
-without the metrics API (404) is asked again only after ``RETRY_MISSING_AFTER`` seconds, and
-its pods have no readings meanwhile.
+without the metrics API (404), or whose RBAC does not let the executor read it (403: the
+``metrics.k8s.io`` rule of ``deploy/kubernetes/rbac.yaml`` is missing), is asked again only
+after ``RETRY_MISSING_AFTER`` seconds, and its pods have no readings meanwhile; both are said
+once in the log each time they are found, not at every reading.
 """
 
 from __future__ import annotations
@@ -88,6 +90,17 @@ class MetricsReader:
                 if exc.status == 404:
                     self._missing_since = time.monotonic()
                     log.info("the cluster serves no metrics API (%s/%s)", GROUP, VERSION)
+                    return {}
+                if exc.status == 403:
+                    self._missing_since = time.monotonic()
+                    log.warning(
+                        "the executor may not read pod metrics (%s/%s): grant list on "
+                        "pods.%s to its role (deploy/kubernetes/rbac.yaml); no utilisation "
+                        "is reported meanwhile",
+                        GROUP,
+                        VERSION,
+                        GROUP,
+                    )
                     return {}
                 log.warning("pod metrics of namespace %s not read: %s", namespace, exc.reason)
                 continue

@@ -134,3 +134,25 @@ def test_an_unavailable_metrics_api_is_asked_again_at_the_next_reading(backend, 
     samples = backend.usage(statuses, now())
     assert samples["armada-01a-0"].current == {"cpu": 250, "memory": 100 * MIB}
     assert emulator.request_counts().get(METRICS) == 2
+
+
+def test_a_forbidden_metrics_api_warns_once_and_is_asked_again_after_the_back_off(
+    backend, emulator, monkeypatch, caplog
+):
+    """RBAC without the ``metrics.k8s.io`` rule: a 403 on every read. One warning naming
+    what to grant, then no question (and no warning) until the back-off has passed."""
+    clock = Clock()
+    monkeypatch.setattr(usage_module, "time", clock)
+    statuses = start(backend, ("01a", "jobs"))
+    emulator.set_usage("jobs", "armada-01a-0", "main", cpu="250m", memory="100Mi")
+    emulator.set_metrics_api("forbidden")
+    with caplog.at_level(logging.INFO, logger=usage_module.__name__):
+        for _ in range(3):
+            assert backend.usage(statuses, now()) == {}
+    [warned] = [r for r in caplog.records if r.name == usage_module.__name__]
+    assert warned.levelno == logging.WARNING and "pods.metrics.k8s.io" in warned.getMessage()
+    assert emulator.request_counts().get(METRICS) == 1
+    emulator.set_metrics_api("served")  # the rule was granted
+    clock.now += usage_module.RETRY_MISSING_AFTER
+    samples = backend.usage(statuses, now())
+    assert samples["armada-01a-0"].current == {"cpu": 250, "memory": 100 * MIB}
