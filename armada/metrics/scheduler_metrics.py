@@ -50,6 +50,12 @@ from armada.services.cycle_metrics import (
     SCHEDULING_TIMES,
 )
 from armada.services.round_metrics import POOL_OUTCOME, POOL_OUTCOME_LABELS
+from armada.services.submit_metrics import (
+    SUBMIT_CHECK_BUCKETS,
+    SUBMIT_CHECK_HELP,
+    SUBMIT_CHECK_LABELS,
+    SUBMIT_CHECK_TIMES,
+)
 from armada.services.usage_metrics import POD_TOTAL, POD_TOTAL_LABELS
 
 PQ = ("pool", "queue")
@@ -106,6 +112,8 @@ HISTOGRAMS = {
     ),
     POOL_TIMES: ("Time taken to schedule on a given pool.", ("pool",), CYCLE_BUCKETS, 1.0),
     states.COMPLETED: ("Time", ("queue", "pool"), states.COMPLETED_BUCKETS, 1e-3),
+    # counted by the submit service (its _sum in microseconds)
+    SUBMIT_CHECK_TIMES: (SUBMIT_CHECK_HELP, SUBMIT_CHECK_LABELS, SUBMIT_CHECK_BUCKETS, 1e-3),
 }
 
 

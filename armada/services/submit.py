@@ -15,6 +15,7 @@ such submits wait for each other's keys in one order and never deadlock.
 
 from __future__ import annotations
 
+import time
 from datetime import datetime
 from typing import Any
 
@@ -36,6 +37,7 @@ from armada.services.dbfaults import (
 from armada.services.errors import Unavailable
 from armada.services.events import NewEvent, events_append
 from armada.services.ids import new_id
+from armada.services.submit_metrics import submit_check_count
 
 MAX_JOBS_PER_SUBMIT = 5000
 # How many times a submit whose clientIds clashed with a concurrent submit's looks again.
@@ -54,7 +56,9 @@ def job_submit(*, actor: Any, data: Any, now: datetime) -> list[str]:
     breaks, the caller learns which: the ids as usual if the transaction was committed after
     all, else ``Unavailable`` saying that no job was stored.
     """
+    started = time.perf_counter()
     job_file = _parse(data)
+    checked = time.perf_counter() - started  # armada_scheduler_submit_check_times
     queue = read_again_if_lost(
         lambda: _queue_for_submit(actor, job_file.queue), "a submit's checks"
     )
@@ -62,7 +66,9 @@ def job_submit(*, actor: Any, data: Any, now: datetime) -> list[str]:
     for attempt in range(1, MAX_CLIENT_ID_ATTEMPTS + 1):
         seen: dict[str, str] = {}
         try:
-            return _store(actor=actor, queue=queue, job_file=job_file, now=now, known=seen)
+            return _store(
+                actor=actor, queue=queue, job_file=job_file, now=now, known=seen, checked=checked
+            )
         except IntegrityError:
             # Rolled back. Worth another attempt only if another submit has committed some of
             # this file's clientIds since this attempt looked.
@@ -96,10 +102,17 @@ def _parse(data: Any) -> JobFile:
 
 
 def _store(
-    *, actor: Any, queue: Queue, job_file: JobFile, now: datetime, known: dict[str, str]
+    *,
+    actor: Any,
+    queue: Queue,
+    job_file: JobFile,
+    now: datetime,
+    known: dict[str, str],
+    checked: float = 0.0,
 ) -> list[str]:
     """One attempt at writing the file's new jobs; returns the ids of all its jobs. Fills
-    ``known`` with the clientIds found taken (and their jobs) before writing."""
+    ``known`` with the clientIds found taken (and their jobs) before writing. ``checked``:
+    the seconds the file's check took, counted with the jobs (``services.submit_metrics``)."""
     owner = actor.get_username()
     keyed = [spec.client_id for spec in job_file.jobs if spec.client_id]
     ids: list[str] = []
@@ -161,6 +174,7 @@ def _store(
                     rows.sort(key=lambda r: r["client_id"])
                 insert_rows(Job, rows)
                 events_append(events=events)
+                submit_check_count(queue=queue.name, seconds=checked)
     except DATABASE_ERRORS as exc:
         if not connection_lost(exc):
             raise
