@@ -37,6 +37,7 @@ from rest_framework.settings import api_settings
 
 from armada.api.bodies import check_path_values
 from armada.api.event_follow import follow
+from armada.api.stream_metrics import subscription
 from armada.core.errors import ValidationFailed
 from armada.models import Event, Queue
 from armada.services.authz import can_on_queue
@@ -140,7 +141,8 @@ async def job_set_events(request: HttpRequest, queue: str, job_set: str) -> Http
     async def stream() -> AsyncIterator[str]:
         first = True
         last_line = time.monotonic()
-        async with contextlib.aclosing(batches):
+        # request.user: the caller _authorize let in
+        async with subscription(request.user, watch=watch), contextlib.aclosing(batches):
             async for batch in batches:
                 for event_id, kind, body in batch.items:
                     yield f"id: {event_id}\nevent: {kind}\ndata: {body}\n\n" if sse else body + "\n"

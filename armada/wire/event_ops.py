@@ -29,6 +29,7 @@ from django.db import connection
 
 from armada.api import streams
 from armada.api.event_follow import follow
+from armada.api.stream_metrics import subscription
 from armada.models import Event, Queue
 from armada.services.authz import require_queue_verb
 from armada.services.errors import NotFound, ValidationFailed
@@ -40,7 +41,7 @@ from armada.wire.registry import Call, stream
 async def get_job_set_events(
     call: Call, request: event_pb2.JobSetRequest
 ) -> AsyncIterator[event_pb2.EventStreamMessage]:
-    async for message in _job_set_events(
+    messages = _job_set_events(
         call,
         queue=request.queue,
         job_set=request.id,
@@ -48,8 +49,10 @@ async def get_job_set_events(
         watch=request.watch,
         error_if_missing=request.errorIfMissing,
         job_set_field="id",
-    ):
-        yield message
+    )
+    async with contextlib.aclosing(messages):  # closed with this stream, not when collected
+        async for message in messages:
+            yield message
 
 
 @stream("api.Event/Watch")
@@ -57,7 +60,7 @@ async def watch(
     call: Call, request: event_pb2.WatchRequest
 ) -> AsyncIterator[event_pb2.EventStreamMessage]:
     """Armada's older form of a watching ``GetJobSetEvents`` (with ``errorIfMissing``)."""
-    async for message in _job_set_events(
+    messages = _job_set_events(
         call,
         queue=request.queue,
         job_set=request.job_set_id,
@@ -65,8 +68,10 @@ async def watch(
         watch=True,
         error_if_missing=True,
         job_set_field="jobSetId",
-    ):
-        yield message
+    )
+    async with contextlib.aclosing(messages):  # closed with this stream, not when collected
+        async for message in messages:
+            yield message
 
 
 def _cursor(raw: str, field: str) -> int:
@@ -108,7 +113,7 @@ async def _job_set_events(
         poll_seconds=streams.POLL_SECONDS,
         live_poll_seconds=streams.POLL_SECONDS_WITH_WAKEUPS,
     )
-    async with contextlib.aclosing(batches):
+    async with subscription(call.actor, watch=watch), contextlib.aclosing(batches):
         async for batch in batches:
             for message in batch.items:
                 yield message
