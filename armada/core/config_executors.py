@@ -150,6 +150,10 @@ class Executor(Strict):
     error_categories: ErrorCategories = Field(
         default_factory=ErrorCategories, alias="errorCategories"
     )
+    # Where the armada-executor process serves its own Prometheus metrics (host:port, such as
+    # 127.0.0.1:9101; an empty host means every interface); empty: not served
+    # (``executor.metrics``).
+    metrics_address: str = Field("", alias="metricsAddress")
 
     @field_validator("id")
     @classmethod
@@ -159,6 +163,19 @@ class Executor(Strict):
                 f"{v!r} must be a lower-case RFC 1123 label (a-z, 0-9 and '-', at most 63 characters)"
             )
         return v
+
+    @field_validator("metrics_address")
+    @classmethod
+    def _metrics_host_and_port(cls, v: str) -> str:
+        text = v.strip()
+        if not text:
+            return ""
+        _, sep, port = text.rpartition(":")
+        if not sep or not port.isascii() or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ValueError(
+                f"{v!r} must be host:port (such as 127.0.0.1:9101), or empty to serve no metrics"
+            )
+        return text
 
     @model_validator(mode="after")
     def _namespace_labels(self) -> Executor:

@@ -46,6 +46,8 @@ holds no database credentials. A tick, in order:
 A run to be preempted or cancelled has its pod stopped (SIGTERM, then SIGKILL after the pod's
 ``terminationGracePeriodSeconds``) and is reported so once the pod is gone. A held run whose
 pod is gone (it vanished, or the backend lost it) is reported failed: internal / pod-missing.
+A pod still there ``podDeletionTimeout`` past its deletion deadline is deleted again without
+grace, once (a force delete, ``executor.metrics``, on backends that can).
 
 Sessions: the first round opens a session; a newer session of the same executor id (another
 process) fences this one: the server refuses its calls, and the agent stops acting on the
@@ -82,6 +84,7 @@ from armada.executor.api.messages import (
 )
 from armada.executor.backends.base import Backend, BackendUnavailable, PodStatus
 from armada.executor.held import TERMINAL_REPORTS, HeldRun, Pending
+from armada.executor.metrics import PodDeletions
 from armada.executor.pod_steps import Deleting, PodSteps
 from armada.executor.utilisation import UtilisationTracker
 
@@ -135,6 +138,7 @@ class ExecutorAgent(PodSteps):
         self._expired: list[str] = []  # kept pods deleted past their retention, not yet sent
         self._complained: dict[str, float] = {}
         self.utilisation = UtilisationTracker(backend, config.utilisation_period)
+        self.deletions = PodDeletions(config.pool, config.pod_deletion_timeout)
 
     # --- the tick ------------------------------------------------------------------------
 
@@ -145,6 +149,7 @@ class ExecutorAgent(PodSteps):
             return result
         try:
             pods = {s.name: s for s in self.backend.poll(now)}
+            self.deletions.seen(pods, now, self.backend)  # executor.metrics
             self._refresh_nodes()
         except BackendUnavailable as exc:
             # The cluster has not been read yet: nothing is known of its pods or nodes, so
@@ -183,6 +188,7 @@ class ExecutorAgent(PodSteps):
         if fresh_deletions:
             # Deletions asked for in this tick may be done already: report those at once.
             after = {s.name: s for s in self.backend.poll(now)}
+            self.deletions.seen(after, now, self.backend)
             for run in fresh_deletions:
                 reports += self._follow_deletion(
                     run, after.get(run.pod_name), self._deleting[run.id], now
@@ -307,7 +313,7 @@ class ExecutorAgent(PodSteps):
                     run.pod_name,
                     extra={"run_id": run_id, "executor": self.config.id},
                 )
-                self.backend.delete_pod(run.pod_name, now, run.grace_seconds)
+                self._delete(run.pod_name, now, run.grace_seconds)
         return out
 
     def _queue(self, reports: list[RunReport]) -> None:
@@ -368,7 +374,7 @@ class ExecutorAgent(PodSteps):
         if run is not None and run.ended:
             del self.runs[report.run_id]
         if report.state == RunState.SUCCEEDED and pending.pod_name:
-            self.backend.delete_pod(pending.pod_name, now)
+            self._delete(pending.pod_name, now)
 
     # --- pods ----------------------------------------------------------------------------
 

@@ -8,6 +8,9 @@ with beat embedded (``executor.worker``). It needs no database and no Django: on
 address, the credential and the cluster's configuration. ``--check`` validates the file, the
 credential's presence and (for a kubernetes executor) its cluster settings, and exits (0 when good, 2 with every problem named).
 
+With ``metricsAddress`` set, the process serves its own Prometheus metrics there
+(``executor.metrics``).
+
 State (the local backend's pods, the embedded broker, beat's schedule) lives in ``stateDir``,
 else ``$ARMADA_VAR_DIR/executors/<id>`` (``ARMADA_VAR_DIR`` defaults to ``./var``). Logs are
 plain, or one JSON object per line with ``ARMADA_LOG_FORMAT=json``, at ``--loglevel``.
@@ -97,6 +100,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         print(f"armada-executor: {args.config} is good (executor {config.id})")
         return 0
+    try:
+        from armada.executor.metrics import serve
+
+        serve(config.metrics_address)  # this process's own metrics (executor.metrics)
+    except OSError as exc:
+        print(f"armada-executor: metricsAddress {config.metrics_address}: {exc}", file=sys.stderr)
+        return 2
     state = state_dir(config, environ)
     state.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("ARMADA_PROCESS_KIND", "executor")

@@ -22,6 +22,7 @@ from armada.core.categorizer import (
 from armada.core.config import Executor as ExecutorConfig
 from armada.core.reports import RunReport
 from armada.core.states import RunState
+from armada.executor import metrics as executor_metrics
 from armada.executor.backends.base import (
     Backend,
     BackendUnavailable,
@@ -72,6 +73,12 @@ class PodSteps:
     _deleting: dict[str, Deleting]
     _freed: list[str]
     _expired: list[str]
+    deletions: executor_metrics.PodDeletions
+
+    def _delete(self, name: str, now: datetime, grace_seconds: float = 0.0) -> None:
+        """Ask the backend to delete pod ``name``; its deadline is timed (``executor.metrics``)."""
+        self.backend.delete_pod(name, now, grace_seconds)
+        self.deletions.asked(name, now, grace_seconds)
 
     def _delete_expired_kept(self, pods: dict[str, PodStatus], now: datetime) -> None:
         """Delete the kept pods whose retention has passed; the next report says so."""
@@ -79,7 +86,7 @@ class PodSteps:
             pods.values(), set(self.runs), self.config.kept_pod_retention, now
         )
         for name in expired:
-            self.backend.delete_pod(name, now, 0.0)
+            self._delete(name, now, 0.0)
         self._expired.extend(expired)
 
     def _stop(self, run: HeldRun, status: PodStatus | None, now: datetime) -> list[RunReport]:
@@ -89,7 +96,7 @@ class PodSteps:
             state = RunState.CANCELLED if run.stop_kind == "cancel" else RunState.PREEMPTED
             return [RunReport(run.id, state, now)]
         if not status.deleting:
-            self.backend.delete_pod(status.name, now, run.grace_seconds)
+            self._delete(status.name, now, run.grace_seconds)
         return []
 
     def _start(self, run: HeldRun, now: datetime, result: TickReport) -> list[RunReport]:
@@ -132,7 +139,9 @@ class PodSteps:
         """The cluster refused the pod: the run fails with the refusal as its pod error,
         through the categorizer like every failure (an ``onPodError`` rule can match it).
         There is no pod, so nothing is deleted whatever the category's action."""
-        category = self.categorizer.categorize(FailureSignals(pod_error=refusal.message))
+        category = executor_metrics.categorize(
+            self.categorizer, FailureSignals(pod_error=refusal.message)
+        )
         log.info(
             "pod %s refused by the cluster: %s",
             run.pod_name,
@@ -158,7 +167,7 @@ class PodSteps:
             run.id,
             extra={"job_id": run.job_id, "run_id": run.id, "executor": self.config.id},
         )
-        self.backend.delete_pod(run.pod_name, now, run.grace_seconds)
+        self._delete(run.pod_name, now, run.grace_seconds)
         self._freed.append(run.pod_name)
         return RunReport(
             run.id,
@@ -199,9 +208,9 @@ class PodSteps:
         if status.succeeded:
             out.append(success_report(run.id, status, status.finished_at, log_text))
             return out  # the pod is deleted once the server has the report
-        category = self.categorizer.categorize(signals_of(status))
+        category = executor_metrics.categorize(self.categorizer, signals_of(status))
         if category.delete_pod:
-            self.backend.delete_pod(status.name, now, 0.0)
+            self._delete(status.name, now, 0.0)
             self._deleting[run.id] = Deleting(status, category, now, log_text)
             fresh_deletions.append(run)
             return out
@@ -222,7 +231,7 @@ class PodSteps:
             run.id,
             extra={"job_id": run.job_id, "run_id": run.id, "executor": self.config.id},
         )
-        self.backend.delete_pod(run.pod_name, now, 0.0)
+        self._delete(run.pod_name, now, 0.0)
         returned = RunReport(
             run.id,
             RunState.LEASE_RETURNED,
@@ -279,8 +288,8 @@ class PodSteps:
             if status.run_id in self.runs or status.deleting:
                 continue
             if not status.finished_at:
-                self.backend.delete_pod(status.name, now)  # the pod's own grace period
+                self._delete(status.name, now)  # the pod's own grace period
             elif status.succeeded:
-                self.backend.delete_pod(status.name, now)
+                self._delete(status.name, now)
         for run_id in [r for r in self._deleting if r not in self.runs]:
             del self._deleting[run_id]

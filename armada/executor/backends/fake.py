@@ -160,6 +160,12 @@ class FakeBackend:
         pod.delete_at = now + timedelta(seconds=pod.outcome.deletion_seconds)
         self._deleting.add(name)
 
+    def force_delete_pod(self, name: str, now: datetime) -> None:
+        """Remove the pod at once, however long its deletion would take (as Kubernetes' delete
+        with no grace removes a pod's object)."""
+        self._pods.pop(name, None)
+        self._deleting.discard(name)
+
     def poll(self, now: datetime) -> list[PodStatus]:
         self._forget_deleted(now)
         out = []

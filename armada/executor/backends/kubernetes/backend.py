@@ -370,6 +370,28 @@ class KubernetesBackend:
             )
         self._forget_old_deletes(clock)
 
+    def force_delete_pod(self, name: str, now: datetime) -> None:
+        """Delete the pod with no grace (``gracePeriodSeconds: 0``), even while it is being
+        deleted: the API server removes it at once (the agent's escalation for a pod that
+        outlives its deadline, ``executor.metrics``)."""
+        pod = self._find(name)
+        if pod is None:
+            return
+        namespace = pod["metadata"].get("namespace", "default")
+        try:
+            self.core.delete_namespaced_pod(
+                name,
+                namespace,
+                grace_period_seconds=0,
+                _preload_content=False,
+                _request_timeout=self._timeout,
+            )
+        except ApiException as exc:
+            if exc.status != 404:  # 404: gone already
+                log.warning("force deleting pod %s: %s %s", name, exc.status, exc.reason)
+        except Exception as exc:  # noqa: BLE001 - the escalation is not tried again
+            log.warning("force deleting pod %s: %s", name, exc)
+
     def _forget_old_deletes(self, clock: float) -> None:
         for name in [n for n, at in self._asked_delete.items() if clock - at > 600]:
             del self._asked_delete[name]
