@@ -11,8 +11,9 @@ whatever the number of jobs and queues.
 - ``scheduler_metrics``: Armada's scheduler metrics (cycle, shares, job states, nodes);
 - ``cycle_gauges``: the gauges the last scheduling cycle stored (round statistics, queued and
   run times);
-- ``usage_metrics``: what running pods use (their latest ``utilisation`` events), and the
-  event streams this process has open;
+- ``usage_metrics``: what running pods use (their latest ``utilisation`` events);
+- ``armada.api.stream_metrics`` (in the process's own registry, not read from the database):
+  the event streams this process has open;
 - here: our own counters (``DB_COUNTERS``, ``SCALED_DB_COUNTERS``).
 """
 

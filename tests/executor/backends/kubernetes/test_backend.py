@@ -267,3 +267,22 @@ def test_a_pod_the_kubelet_refuses_for_room_returns_its_lease(backend, emulator)
 
 def finished(backend, name):
     return (s := status_of(backend, name)) is not None and s.finished_at is not None and s
+
+
+def test_a_force_delete_removes_a_pod_that_outlives_its_grace(backend, emulator):
+    """The agent's escalation (``force_delete_pod``): a pod whose kubelet does not stop it is
+    still terminating after a graceful delete; a delete with no grace removes it at once, and
+    one for a pod already gone is no error."""
+    pod = request(job="01stuck", run="01stuckrun", annotations={f"{FAKE}duration": "1h"})
+    backend.create_pod(pod, now())
+    wait_for(lambda: (s := status_of(backend, pod.name)) and s.running_at, "the pod to run")
+    emulator.pause_kubelet()  # the node's kubelet stops answering
+    try:
+        backend.delete_pod(pod.name, now(), 1.0)
+        stuck = emulator.pod("jobs", pod.name)
+        assert stuck is not None and stuck["metadata"].get("deletionTimestamp")
+        backend.force_delete_pod(pod.name, now())
+        assert emulator.pod("jobs", pod.name) is None
+        backend.force_delete_pod(pod.name, now())  # gone already: nothing to do, no error
+    finally:
+        emulator.resume_kubelet()
