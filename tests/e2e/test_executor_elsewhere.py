@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import tomllib
 import venv
 from pathlib import Path
 
@@ -25,8 +26,16 @@ from tests.e2e.conftest import ROOT, System
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
+
 #: What the executor's environment installs: the ``executor`` extra of pyproject.toml.
-EXECUTOR_PACKAGES = ["PyYAML", "pydantic", "celery[redis]", "grpcio", "protobuf", "kubernetes"]
+def _executor_packages() -> list[str]:
+    """What ``pip install armada-py[executor]`` installs: the base and the executor extra of
+    pyproject.toml (read, not repeated here, so that the two cannot drift apart)."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    return [*project["dependencies"], *project["optional-dependencies"]["executor"]]
+
+
+EXECUTOR_PACKAGES = _executor_packages()
 CONTROL_PLANE = {
     "scheduling": {"cyclePeriod": "500ms", "retryPolicy": {"enabled": True, "globalMaxRetries": 5}},
     "queueRefreshPeriod": "1s",

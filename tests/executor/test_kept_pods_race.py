@@ -67,10 +67,12 @@ def test_kept_pod_deletions_race_reports_and_decisions_without_deadlock(
                 {
                     "id": name,
                     "keptPodRetention": RETENTION[name],
+                    "trackedNodeLabels": ["zone"],
                     "nodes": [
                         {  # east is small: the jobs it cannot take go west
                             "name": f"{name}-n",
                             "count": 1 if name == "east" else 4,
+                            "labels": {"zone": name},
                             "allocatable": {
                                 "cpu": "1" if name == "east" else "8",
                                 "memory": "32Gi",
@@ -106,6 +108,12 @@ def test_kept_pod_deletions_race_reports_and_decisions_without_deadlock(
         return names
 
     monkeypatch.setattr(agent_module, "expired_kept_pods", counting)
+    # Flaky jobs held to east (its node's zone), whose kept pods outlive the race: each of
+    # their retries meets its kept pod there.
+    pinned = fake_jobs(0, [{"exitCode": "3"}], count=2)
+    for item in pinned:
+        item["podSpec"]["nodeSelector"] = {"zone": "east"}
+    job_submit(actor=owner, data=job_file(jobs=pinned), now=timezone.now())
     before = deadlocks()
 
     def submitter(n: int) -> None:
@@ -127,8 +135,8 @@ def test_kept_pod_deletions_race_reports_and_decisions_without_deadlock(
         "decide-2": decide,
         "scheduler": cycle,
     }
-    # Race until a retry has met its kept pod (on a busy machine fewer cycles fit in a round),
-    # at most ROUNDS rounds.
+    # Race until a retry has met its kept pod (the pinned jobs' first retries do, given a few
+    # cycles; a busy machine fits fewer in a round), at most ROUNDS rounds.
     for _ in range(ROUNDS):
         race = Race()
         race.run(steps, SECONDS)

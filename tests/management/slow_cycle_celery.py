@@ -1,6 +1,6 @@
 """The Celery application of the scheduler-shutdown test: ``armada.celery``'s, with the
-scheduling cycle paused inside its lease transaction (after the runs are inserted, before
-their ``leased`` events) until the file ``go`` appears beside ``SLOW_CYCLE_MARKS``.
+scheduling cycle paused inside its lease transaction (``services.scheduler_leases``: after the
+runs are inserted, before their ``leased`` events) until the file ``go`` appears beside ``SLOW_CYCLE_MARKS``.
 
     celery -A tests.management.slow_cycle_celery worker -Q scheduler --pool=solo
 """
@@ -18,11 +18,11 @@ from armada.celery import app
 django.setup()  # before the services' models are imported
 
 from armada.core.states import EventType  # noqa: E402
-from armada.services import scheduler  # noqa: E402
+from armada.services import scheduler_leases  # noqa: E402
 
 __all__ = ["app"]
 
-_events_append = scheduler.events_append
+_events_append = scheduler_leases.events_append
 
 
 def _paused_events_append(*, events, **kwargs):
@@ -37,4 +37,4 @@ def _paused_events_append(*, events, **kwargs):
     return _events_append(events=events, **kwargs)
 
 
-scheduler.events_append = _paused_events_append
+scheduler_leases.events_append = _paused_events_append
