@@ -20,7 +20,7 @@ from tests.metrics.scenario import configure, spec, submit
 from tests.metrics.scrape import parse, series
 
 THREADS = 4
-RUNS = 40
+RUNS = 20
 
 
 @pytest.mark.django_db(transaction=True)

@@ -136,7 +136,7 @@ def test_executor_cancels_race_leases_and_reports_without_deadlock(
         "cancel": cancel,
         "preempt": preempt,
     }
-    race.run(steps, 12)
+    race.run(steps, 6)
     assert race.errors == []
     assert deadlocks() == before
     assert all(race.counts[name] > 3 for name in steps), dict(race.counts)
@@ -185,7 +185,7 @@ def test_deleting_an_executor_while_it_reports_and_the_scheduler_leases(
 
     steps = {"submit": submitter(owner, race), "scheduler": cycle, "executor": tick}
     steps["delete"] = delete
-    race.run(steps, 10)
+    race.run(steps, 6)
     assert race.errors == []
     assert deadlocks() == before
     assert len(deleted) == 1

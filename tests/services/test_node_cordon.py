@@ -116,7 +116,7 @@ def test_cordons_race_node_reports_and_leases_and_the_last_word_stays(
         submit(owner, 2)
         scheduler_cycle(now=timezone.now())
 
-    race.run({"cordon": cordon, "executor": report, "scheduler": lease}, 8)
+    race.run({"cordon": cordon, "executor": report, "scheduler": lease}, 5)
     assert race.errors == []
     assert deadlocks() == before
     assert all(race.counts[name] > 3 for name in ("cordon", "executor", "scheduler"))
