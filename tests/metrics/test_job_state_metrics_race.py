@@ -3,7 +3,6 @@ scrapes in between, count every run's state changes (and pod phase changes) exac
 
 from __future__ import annotations
 
-import threading
 from datetime import timedelta
 
 import pytest
@@ -17,7 +16,7 @@ from armada.models import Run
 from armada.services.run_reports import runs_apply_report_batch
 from armada.services.scheduler import scheduler_cycle
 from tests.metrics.scenario import configure, spec, submit
-from tests.metrics.scrape import parse, series
+from tests.metrics.scrape import parse, race_with_scrapes, series
 
 THREADS = 4
 RUNS = 20
@@ -33,50 +32,24 @@ def test_parallel_report_batches_count_each_change_once(settings, queue, owner):
     run_ids = sorted(Run.objects.values_list("id", flat=True))
     assert len(run_ids) == RUNS
     start = timezone.now()
-    errors: list[str] = []
-    barrier = threading.Barrier(THREADS + 1, timeout=120)
 
     def executor(k: int) -> None:
-        try:
-            barrier.wait()
-            for i, run_id in enumerate(run_ids[k::THREADS]):
-                for offset, state in enumerate((RunState.PENDING, RunState.RUNNING)):
-                    at = start + timedelta(seconds=1 + offset + i)
-                    report = RunReport(run_id=run_id, state=state, at=at)
-                    # Each report twice: a replayed batch changes (and counts) nothing.
-                    for _ in range(2):
-                        runs_apply_report_batch(executor_id="test", reports=[report], now=at)
-                done = RunReport(
-                    run_id=run_id,
-                    state=RunState.SUCCEEDED,
-                    at=start + timedelta(seconds=9 + i),
-                    exit_code=0,
-                )
-                runs_apply_report_batch(executor_id="test", reports=[done], now=done.at)
-        except Exception as exc:  # noqa: BLE001 - reported below
-            errors.append(f"{type(exc).__name__}: {exc}")
-        finally:
-            connection.close()
+        for i, run_id in enumerate(run_ids[k::THREADS]):
+            for offset, state in enumerate((RunState.PENDING, RunState.RUNNING)):
+                at = start + timedelta(seconds=1 + offset + i)
+                report = RunReport(run_id=run_id, state=state, at=at)
+                # Each report twice: a replayed batch changes (and counts) nothing.
+                for _ in range(2):
+                    runs_apply_report_batch(executor_id="test", reports=[report], now=at)
+            done = RunReport(
+                run_id=run_id,
+                state=RunState.SUCCEEDED,
+                at=start + timedelta(seconds=9 + i),
+                exit_code=0,
+            )
+            runs_apply_report_batch(executor_id="test", reports=[done], now=done.at)
 
-    def scraper() -> None:
-        try:
-            barrier.wait()
-            client = Client()
-            while any(t.is_alive() for t in workers):
-                assert client.get("/metrics").status_code == 200
-        except Exception as exc:  # noqa: BLE001 - reported below
-            errors.append(f"scrape: {type(exc).__name__}: {exc}")
-        finally:
-            connection.close()
-
-    workers = [threading.Thread(target=executor, args=(k,)) for k in range(THREADS)]
-    scraping = threading.Thread(target=scraper)
-    for t in workers:
-        t.start()
-    scraping.start()
-    for t in [*workers, scraping]:
-        t.join(timeout=300)
-    assert not any(t.is_alive() for t in [*workers, scraping])
+    errors = race_with_scrapes(executor, THREADS)
     assert errors == []
     values, _ = parse(Client().get("/metrics").content.decode())
     by_queue = series(values, "armada_scheduler_job_state_counter_by_queue")

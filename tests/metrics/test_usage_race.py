@@ -3,7 +3,6 @@ time keep each run's usage once (its latest), with scrapes in between."""
 
 from __future__ import annotations
 
-import threading
 from datetime import timedelta
 
 import pytest
@@ -18,7 +17,7 @@ from armada.services.run_reports import runs_apply_report_batch
 from armada.services.run_utilisation import runs_record_utilisation
 from armada.services.scheduler import scheduler_cycle
 from tests.metrics.scenario import configure, spec, submit
-from tests.metrics.scrape import parse, value
+from tests.metrics.scrape import parse, race_with_scrapes, value
 
 THREADS = 4
 RUNS = 12
@@ -36,46 +35,21 @@ def test_parallel_utilisation_batches_keep_one_usage_per_run(settings, queue, ow
     start = timezone.now()
     reports = [RunReport(run_id=r, state=RunState.RUNNING, at=start) for r in run_ids]
     runs_apply_report_batch(executor_id="test", reports=reports, now=start)
-    errors: list[str] = []
-    barrier = threading.Barrier(THREADS + 1, timeout=120)
 
     def executor(k: int) -> None:
         # Every thread sends every run's periods, in its own order: the same batches, raced.
-        try:
-            barrier.wait()
-            for p in range(PERIODS) if k % 2 else reversed(range(PERIODS)):
-                batch = [
-                    RunUtilisation(
-                        run_id=r,
-                        at=start + timedelta(seconds=10 * (p + 1)),
-                        avg_usage={"cpu": 100 * (p + 1)},
-                    )
-                    for r in run_ids
-                ]
-                runs_record_utilisation(executor_id="test", reports=batch, period_seconds=5)
-        except Exception as exc:  # noqa: BLE001 - reported below
-            errors.append(f"{type(exc).__name__}: {exc}")
-        finally:
-            connection.close()
+        for p in range(PERIODS) if k % 2 else reversed(range(PERIODS)):
+            batch = [
+                RunUtilisation(
+                    run_id=r,
+                    at=start + timedelta(seconds=10 * (p + 1)),
+                    avg_usage={"cpu": 100 * (p + 1)},
+                )
+                for r in run_ids
+            ]
+            runs_record_utilisation(executor_id="test", reports=batch, period_seconds=5)
 
-    def scraper() -> None:
-        try:
-            barrier.wait()
-            client = Client()
-            while any(t.is_alive() for t in workers):
-                assert client.get("/metrics").status_code == 200
-        except Exception as exc:  # noqa: BLE001 - reported below
-            errors.append(f"scrape: {type(exc).__name__}: {exc}")
-        finally:
-            connection.close()
-
-    workers = [threading.Thread(target=executor, args=(k,)) for k in range(THREADS)]
-    scraping = threading.Thread(target=scraper)
-    for t in [*workers, scraping]:
-        t.start()
-    for t in [*workers, scraping]:
-        t.join(timeout=300)
-    assert not any(t.is_alive() for t in [*workers, scraping])
+    errors = race_with_scrapes(executor, THREADS)
     assert errors == []
     assert RunUsage.objects.count() == RUNS
     # Each run keeps the usage of the latest period recorded for it.
