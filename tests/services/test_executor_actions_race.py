@@ -7,6 +7,7 @@ job the answer named is lost."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 
 import pytest
 from django.db import connection
@@ -97,6 +98,20 @@ def check_every_job_is_consistent() -> None:
     assert not [run for run, count in stops.items() if count > 1]
 
 
+def cycle_step(_: int) -> None:
+    scheduler_cycle(now=timezone.now())
+
+
+def ticks(agents: list) -> Callable[[int], None]:
+    """A race step: every agent takes a round."""
+
+    def tick(_: int) -> None:
+        for agent in agents:
+            agent.tick(timezone.now())
+
+    return tick
+
+
 @pytest.mark.django_db(transaction=True)
 def test_executor_cancels_race_leases_and_reports_without_deadlock(
     settings, queue, owner, admin_user
@@ -108,12 +123,7 @@ def test_executor_cancels_race_leases_and_reports_without_deadlock(
     race = Race()
     answered: list[str] = []
 
-    def cycle(_: int) -> None:
-        scheduler_cycle(now=timezone.now())
-
-    def tick(_: int) -> None:
-        for agent in agents:
-            agent.tick(timezone.now())
+    cycle, tick = cycle_step, ticks(agents)
 
     def cancel(_: int) -> None:
         answered.extend(executor_jobs_cancel(actor=admin_user, executor="hot", now=timezone.now()))
@@ -166,12 +176,7 @@ def test_deleting_an_executor_while_it_reports_and_the_scheduler_leases(
     race = Race()
     deleted: list[dict] = []
 
-    def cycle(_: int) -> None:
-        scheduler_cycle(now=timezone.now())
-
-    def tick(_: int) -> None:
-        for agent in agents:
-            agent.tick(timezone.now())
+    cycle, tick = cycle_step, ticks(agents)
 
     def delete(n: int) -> None:
         # Let the executor run jobs for a while, then retire it, once.
@@ -185,7 +190,7 @@ def test_deleting_an_executor_while_it_reports_and_the_scheduler_leases(
 
     steps = {"submit": submitter(owner, race), "scheduler": cycle, "executor": tick}
     steps["delete"] = delete
-    race.run(steps, 6)
+    race.run(steps, 10)
     assert race.errors == []
     assert deadlocks() == before
     assert len(deleted) == 1
@@ -195,10 +200,9 @@ def test_deleting_an_executor_while_it_reports_and_the_scheduler_leases(
         scheduler_cycle(now=timezone.now())
         tick(0)
     check_every_job_is_consistent()
-    # Its runs that were active ended by lease expiry (a cycle that read its nodes just
-    # before the delete may have leased one more onto it: that one too); nothing is left
-    # active on it.
+    # Its runs that were active ended: by lease expiry, or by a report batch that was already
+    # being applied when the delete came (reports do not wait for the executor's row), so
+    # the expired ones may be fewer than the runs the delete counted; nothing is left active.
     assert deleted[0]["activeRuns"] > 0
-    expired = Run.objects.filter(executor="hot", state="lease_expired").count()
-    assert expired >= deleted[0]["activeRuns"]
+    assert Run.objects.filter(executor="hot", state="lease_expired").exists()
     assert not Run.objects.filter(executor="hot", state__in=["leased", "pending", "running"])
