@@ -29,6 +29,7 @@ from armada.core.config_executors import (  # noqa: F401 - part of this module's
     NodeGroup,
     Taint,
 )
+from armada.core.config_limits import Fractions, FractionsByPool, SchedulingLimits, unknown_pools
 from armada.core.config_types import Duration, Strict
 from armada.core.errors import FieldError, ValidationFailed
 
@@ -38,11 +39,22 @@ _KEY_PREFIX = re.compile(r"^([A-Za-z][\w./\[\]-]*): ")
 class PriorityClass(Strict):
     priority: StrictInt = Field(ge=0)
     preemptible: StrictBool = False
+    # What one queue may hold of this class, as fractions of the pool (``core.limits``).
+    maximum_resource_fraction_per_queue: Fractions = Field(
+        default_factory=dict, alias="maximumResourceFractionPerQueue"
+    )
+    maximum_resource_fraction_per_queue_by_pool: FractionsByPool = Field(
+        default_factory=dict, alias="maximumResourceFractionPerQueueByPool"
+    )
 
 
 class Pool(Strict):
     name: str = Field(min_length=1)
     short_job_penalty_cutoff: Duration = Field(0.0, alias="shortJobPenaltyCutoff")
+    # The pool's own scheduling.protectedFractionOfFairShare, when set.
+    protected_fraction_of_fair_share: float | None = Field(
+        None, alias="protectedFractionOfFairShare", ge=0.0, allow_inf_nan=False
+    )
 
 
 class RetryPolicyConfig(Strict):
@@ -60,7 +72,7 @@ class RetryPolicyConfig(Strict):
         return self
 
 
-class Scheduling(Strict):
+class Scheduling(SchedulingLimits):
     cycle_period: Duration = Field(1.0, alias="cyclePeriod", gt=0)
     max_retries: StrictInt = Field(3, alias="maxRetries", ge=0)
     retry_policy: RetryPolicyConfig = Field(default_factory=RetryPolicyConfig, alias="retryPolicy")
@@ -99,6 +111,43 @@ class Scheduling(Strict):
         if len(set(names)) != len(names):
             raise ValueError("pools: pool names must be unique")
         return self
+
+    @model_validator(mode="after")
+    def _limits_name_pools(self) -> Scheduling:
+        """Every pool a limit names is a configured pool; floating resources have one
+        entry each."""
+        pools = {p.name for p in self.pools}
+        known = f"scheduling.pools: {', '.join(sorted(pools))}"
+        for name, pc in self.priority_classes.items():
+            bad = unknown_pools(pc.maximum_resource_fraction_per_queue_by_pool, pools)
+            if bad:
+                raise ValueError(
+                    f"priorityClasses.{name}.maximumResourceFractionPerQueueByPool: unknown "
+                    f"pool(s) {', '.join(bad)} ({known})"
+                )
+        bad = unknown_pools(self.maximum_resource_fraction_to_schedule_by_pool, pools)
+        if bad:
+            raise ValueError(
+                f"maximumResourceFractionToScheduleByPool: unknown pool(s) {', '.join(bad)} ({known})"
+            )
+        seen: set[str] = set()
+        for i, f in enumerate(self.floating_resources):
+            if f.name in seen:
+                raise ValueError(f"floatingResources[{i}].name: {f.name!r} is named twice")
+            seen.add(f.name)
+            bad = unknown_pools([p.name for p in f.pools], pools)
+            if bad:
+                raise ValueError(
+                    f"floatingResources[{i}].pools: unknown pool(s) {', '.join(bad)} ({known})"
+                )
+        return self
+
+    def protected_fraction(self, pool: str) -> float:
+        """The pool's protectedFractionOfFairShare, or the scheduling-wide one."""
+        for p in self.pools:
+            if p.name == pool and p.protected_fraction_of_fair_share is not None:
+                return p.protected_fraction_of_fair_share
+        return self.protected_fraction_of_fair_share
 
     @model_validator(mode="after")
     def _node_id_label_indexed(self) -> Scheduling:

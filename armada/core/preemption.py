@@ -16,6 +16,7 @@ from bisect import bisect_left
 from collections.abc import Iterable, Mapping
 
 from armada.core.fairshare import dominant_share
+from armada.core.limits import SCOPE_ROUND
 from armada.core.nodeindex import FewestSearch, NodeIndex, NodeView, ShapeScan, Wanted
 from armada.core.quantity import Resources
 from armada.core.snapshot import (
@@ -41,7 +42,8 @@ def minus(allocated: Mapping[str, int], requests: Resources) -> Allocation:
 
 
 class PreemptionMixin:
-    # Provided by the round (``scheduling._Round``), with ``place`` and ``evict``; and
+    # Provided by the round (``scheduling._Round``), with ``place``, ``evict`` and ``held``
+    # (the round's limits, ``core.limits``); and
     # ``fit_gang_evicting`` by ``gangs.GangMixin``.
     index: NodeIndex
     victims: Victims
@@ -55,7 +57,6 @@ class PreemptionMixin:
     share: Mapping[str, float]
     protected_fraction: float
     _fair_bound: dict[str, Allocation] | None
-
     # --- urgency preemption --------------------------------------------------------------
 
     def urgency_search(self, scan: ShapeScan, urgency: int) -> FewestSearch:
@@ -158,6 +159,11 @@ class PreemptionMixin:
                 del cursor[name]
             if len(self.result.leases) + len(unit) > self.max_leases:
                 continue
+            scope = self.held(unit)
+            if scope == SCOPE_ROUND:
+                return
+            if scope:
+                continue  # a limit holds it now (the round placed others meanwhile)
             wanted = self.allocated[name]
             for job in unit:
                 wanted = _plus(wanted, job.requests)

@@ -34,6 +34,7 @@ NODE_UNSCHEDULABLE = "node_unschedulable"
 # Armada's termination reasons of a pool's round (``pool_scheduling_outcome``).
 COMPLETED = "completed"
 RATE_LIMIT = "rate_limit"
+MAX_RESOURCES = "maximum_resources_scheduled"  # maximumResourceFractionToSchedule
 
 
 @dataclass

@@ -73,6 +73,7 @@ from heapq import heappop, heappush
 
 from armada.core.fairshare import weighted_cost
 from armada.core.gangs import GangMixin
+from armada.core.limits import SCOPE_QUEUE, SCOPE_ROUND, LimitState, RoundLimits, usage_by_class
 from armada.core.nodeindex import NodeIndex, NodeView
 from armada.core.preemption import Allocation, PreemptionMixin
 from armada.core.queued import GangKey, from_jobs, from_queued
@@ -147,8 +148,10 @@ class _Round(GangMixin, PreemptionMixin):
         running: Sequence[RunningJob],
         result: RoundResult,
         max_leases: int,
+        limits: LimitState,
     ) -> None:
         self.result = result
+        self.limits = limits
         self.capacity = capacity
         self.queue_state = queue_state
         self.max_leases = max_leases
@@ -174,6 +177,7 @@ class _Round(GangMixin, PreemptionMixin):
             use[r] = use.get(r, 0) + v
         self.costs.pop(job.queue, None)
         self.changes += 1
+        self.limits.placed(job)
         self.result.unschedulable.pop(job.id, None)
         self.result.leases.append(
             Lease(
@@ -189,6 +193,8 @@ class _Round(GangMixin, PreemptionMixin):
         """Take ``group`` off their nodes, preempted with ``reason`` to make room for the
         queued job ``for_job``."""
         victims, index = self.victims, self.index
+        group = list(group)
+        self.limits.evicted(group)
         evicted, preempted = victims.evicted, self.result.preempted
         preempted_for = self.result.preempted_for
         remove = victims.remove
@@ -232,6 +238,19 @@ class _Round(GangMixin, PreemptionMixin):
             self.evict([r for r, _, _ in evictions[k:end]], reason, for_job)
             k = end
 
+    def held(self, unit: list[QueuedJob]) -> str:
+        """What holds ``unit`` back under the round's limits (every member gets the reason),
+        as ``core.limits.SCOPE_*``; "" when none does."""
+        found = self.limits.hold(unit)
+        if found is None:
+            return ""
+        reason, scope = found
+        for job in unit:
+            self.result.unschedulable[job.id] = reason
+        if scope == SCOPE_ROUND:
+            self.result.stopped_by = reason
+        return scope
+
     def schedule_job(self, job: QueuedJob) -> bool:
         """Place one job (evicting less urgent jobs if it must); False when it found no room
         (it then has its reason)."""
@@ -270,8 +289,11 @@ def schedule_round(
     fair_share_preemption: bool = True,
     protected_fraction: float = 0.5,
     clock: Callable[[], float] | None = None,
+    limits: RoundLimits | None = None,
 ) -> RoundResult:
-    """Place as many queued jobs as fit, fairly between queues. See the module docstring.
+    """Place as many queued jobs as fit, fairly between queues. See the module docstring;
+    ``limits`` (per queue and priority class, per round, per queue rate, floating resources)
+    are ``core.limits``'s.
 
     Queued jobs come either as ``jobs`` (any order) or as ``queued`` (per queue, in order,
     pulled lazily) with ``gangs``; giving both raises ValueError. ``clock`` (seconds), if
@@ -292,7 +314,8 @@ def schedule_round(
             for r, v in node.allocatable.to_dict().items():
                 total[r] = total.get(r, 0) + v
     capacity = total  # of the schedulable nodes
-    state = _Round(nodes, queue_state, capacity, running, result, max_leases)
+    limit_state = LimitState(limits or RoundLimits(), total, usage_by_class(running, queues))
+    state = _Round(nodes, queue_state, capacity, running, result, max_leases, limit_state)
     allocated = state.allocated
     heap: list[tuple[float, str]] = []
     with_jobs: list[str] = []
@@ -311,7 +334,12 @@ def schedule_round(
         unit = pending.take(name)
         began = clock() if clock is not None else 0.0
         leased_before = len(result.leases)
-        if unit[0].gang_id:
+        scope = state.held(unit)
+        if scope == SCOPE_ROUND:
+            break
+        if scope:
+            pass  # held by a limit: it waits, and fair-share preemption does not help
+        elif unit[0].gang_id:
             if state.place_gang(unit, indexed_node_labels):
                 waiting.setdefault(name, []).append(unit)
         elif (
@@ -326,7 +354,7 @@ def schedule_round(
             seconds=clock() - began if clock is not None else 0.0,
         )
         stats.loops += 1
-        if pending.pull(name):
+        if scope != SCOPE_QUEUE and pending.pull(name):
             cost = weighted_cost(allocated[name], capacity, queue_state[name].priority_factor)
             heappush(heap, (cost, name))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from armada.core.quantity import Resources
 from armada.core.round_stats import RoundStats
@@ -14,6 +15,9 @@ REASON_TOO_BIG = "the job requests more than any node in the pool can offer"
 REASON_NO_MATCH = "no node matches the job's node selector and tolerations"
 REASON_CORDONED = "queue is cordoned"
 REASON_ROUND_LIMIT = "the round's job limit was reached"
+
+# No floating resources (shared: most jobs ask for none).
+NO_FLOATING: Mapping[str, int] = MappingProxyType({})
 
 
 def reason_gang_incomplete(queued: int, cardinality: int) -> str:
@@ -93,6 +97,9 @@ class QueueState:
     priority_factor: float = 1.0
     cordoned: bool = False
     allocated: Resources = field(default_factory=Resources)
+    # Priority class -> what the queue's active jobs of the class hold in the pool, floating
+    # resources included (``core.limits``); None: summed from the round's running jobs.
+    by_class: Mapping[str, Mapping[str, int]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +115,11 @@ class QueuedJob:
     gang_id: str = ""
     gang_cardinality: int = 1
     gang_uniformity_label: str = ""
+    # For the limits (``core.limits``): the job's priority class, and what it asks of the
+    # pool's floating resources (milli-units), which ``requests`` (what a node must offer)
+    # does not hold.
+    priority_class: str = ""
+    floating: Mapping[str, int] = field(default_factory=lambda: NO_FLOATING)
 
     def order_key(self) -> tuple[int, int, str]:
         return (-self.urgency, self.priority, self.id)
@@ -134,6 +146,8 @@ class RunningJob:
     urgency: int = 0
     preemptible: bool = False
     gang_id: str = ""
+    priority_class: str = ""
+    floating: Mapping[str, int] = field(default_factory=lambda: NO_FLOATING)
 
 
 @dataclass
@@ -151,6 +165,9 @@ class RoundResult:
     # For each preempted job, the queued job the room was made for.
     preempted_for: dict[str, str] = field(default_factory=dict)
     limit_reached: bool = False
+    # Why the round stopped taking new jobs before its queues ran out, when a limit of
+    # ``core.limits`` did (the job limit is ``limit_reached``).
+    stopped_by: str = ""
     considered: int = 0
     # Per queue and node, for Armada's per-cycle gauges (``core.round_stats``).
     stats: RoundStats = field(default_factory=RoundStats)

@@ -41,6 +41,7 @@ from sortedcontainers import SortedKeyList
 from armada.core.config import PriorityClass
 from armada.core.quantity import Resources
 from armada.core.scheduling import QueuedJob
+from armada.core.snapshot import NO_FLOATING
 from armada.core.states import JobState, RunState
 from armada.models import Event
 from armada.services.bulk import sql_in
@@ -62,10 +63,12 @@ class ActiveRun:
     pool: str
     executor: str
     node: str
-    requests: Resources
+    requests: Resources  # what its node gives it (floating resources apart)
     priority_class: str
     gang_id: str
     stopping: bool  # a stop (preemption or cancellation) was requested
+    # What it holds of the pool's floating resources.
+    floating: Mapping[str, int] = field(default_factory=lambda: NO_FLOATING)
 
 
 @dataclass
@@ -80,6 +83,9 @@ class JobDb:
     """See the module docstring. Not thread-safe: one scheduler process, one cycle at a time."""
 
     classes: Mapping[str, PriorityClass]
+    # The configured floating resources: jobs' requests of them are kept apart from what a
+    # node must offer (``QueuedJob.floating``).
+    floating: frozenset[str] = frozenset()
     cursor: int | None = None  # the newest event id applied; None before the first sync
     queued: dict[str, QueuedJob] = field(default_factory=dict)
     by_queue: dict[str, SortedKeyList] = field(default_factory=dict)
@@ -90,8 +96,11 @@ class JobDb:
     delayed: dict[str, tuple[datetime, QueuedJob]] = field(default_factory=dict)
     # The latest ``now`` a sync was given; None before (every job with a time waits then).
     now: datetime | None = None
-    _intern: Interner = field(default_factory=Interner)
+    _intern: Interner = field(init=False)
     _due: list[tuple[datetime, str]] = field(default_factory=list)  # heap over ``delayed``
+
+    def __post_init__(self) -> None:
+        self._intern = Interner(self.floating)
 
     # --- syncing -------------------------------------------------------------------------
 
@@ -218,10 +227,11 @@ class JobDb:
             if state != JobState.QUEUED:
                 continue
             pc = classes.get(priority_class)
+            on_node, floating = intern.node_and_floating(requests)
             job = QueuedJob(
                 id=job_id,
                 queue=queue,
-                requests=intern.requests(requests),
+                requests=on_node,
                 priority=priority,
                 urgency=pc.priority if pc else 0,
                 node_selector=intern.selector(selector),
@@ -229,6 +239,8 @@ class JobDb:
                 gang_id=gang_id,
                 gang_cardinality=gang_cardinality,
                 gang_uniformity_label=gang_label,
+                priority_class=priority_class,
+                floating=floating,
             )
             if avoid:
                 avoided = intern.avoided(avoid)
@@ -279,6 +291,7 @@ class JobDb:
             priority_class,
             gang_id,
         ) in rows:
+            on_node, floating = intern.node_and_floating(requests)
             self.runs[job_id] = ActiveRun(
                 id=run_id,
                 job_id=job_id,
@@ -286,10 +299,11 @@ class JobDb:
                 pool=pool,
                 executor=executor,
                 node=node,
-                requests=intern.requests(requests),
+                requests=on_node,
                 priority_class=priority_class,
                 gang_id=gang_id,
                 stopping=bool(stopping),
+                floating=floating,
             )
 
     # --- reading -------------------------------------------------------------------------

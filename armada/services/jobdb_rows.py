@@ -7,13 +7,16 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
+from types import MappingProxyType
 from typing import Any
 
 from django.db import connection
 from django.utils.dateparse import parse_datetime
 
+from armada.core.limits import split_floating
 from armada.core.quantity import Resources
 from armada.core.scheduling import Toleration
+from armada.core.snapshot import NO_FLOATING
 from armada.models import Job, Run
 from armada.services.snapshot import pod_tolerations
 
@@ -81,8 +84,10 @@ class Interner:
     """One shared object per distinct JSON text (requests, selectors, tolerations, avoided
     nodes), parsed once."""
 
-    def __init__(self) -> None:
+    def __init__(self, floating: frozenset[str] = frozenset()) -> None:
+        self.floating_names = floating
         self.resources: dict[str, Resources] = {}
+        self.split: dict[str, tuple[Resources, Mapping[str, int]]] = {}
         self.selectors: dict[str, Mapping[str, str]] = {}
         self.tolerations: dict[str, tuple[Toleration, ...]] = {}
         self.avoid: dict[str, frozenset[str]] = {}
@@ -92,6 +97,21 @@ class Interner:
         found = self.resources.get(text)
         if found is None:
             found = self.resources[text] = Resources(json.loads(text))
+        return found
+
+    def node_and_floating(self, raw: Any) -> tuple[Resources, Mapping[str, int]]:
+        """The requests as (what a node must offer, what the pool's floating resources
+        must offer), ``core.limits.split_floating``."""
+        if not self.floating_names:
+            return self.requests(raw), NO_FLOATING
+        text = text_of(raw) or "{}"
+        found = self.split.get(text)
+        if found is None:
+            on_node, floating = split_floating(json.loads(text), self.floating_names)
+            found = self.split[text] = (
+                Resources(on_node),
+                MappingProxyType(floating) if floating else NO_FLOATING,
+            )
         return found
 
     def selector(self, raw: Any) -> Mapping[str, str]:

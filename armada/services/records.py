@@ -74,8 +74,9 @@ def forget_written() -> None:
 
 
 NOT_REACHED = (
-    "not reached in the latest round: the round's job limit, the lease rate limit or the"
-    " queue's lookback stopped the round before this job"
+    "not reached in the latest round: a limit stopped the round or the job's queue before"
+    " this job (the round's job or resource limit, the lease rate, the queue's own rate or"
+    " its lookback)"
 )
 
 

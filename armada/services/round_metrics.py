@@ -25,8 +25,9 @@ A queue appears in a pool's series when the round took up one of its units, evic
 its jobs, or charged it a penalty. ``armada_scheduler_pool_scheduling_outcome{pool,outcome,
 termination_reason}`` (a counter, :func:`pool_outcomes`) counts each pool's round:
 ``success`` (a cycle that fails rolls back, its counts with it), with ``rate_limit`` when the
-round stopped because the lease-rate bucket (``maximumSchedulingRate``) ran low, else
-``completed`` (Armada reports reaching ``maximumJobsPerRound`` as completed too).
+round stopped because the lease-rate bucket (``maximumSchedulingRate``) ran low,
+``maximum_resources_scheduled`` when it had handed out ``maximumResourceFractionToSchedule``,
+else ``completed`` (Armada reports reaching ``maximumJobsPerRound`` as completed too).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from dataclasses import dataclass, field
 
 from armada.core.fairshare import dominant_share
 from armada.core.quantity import Resources
-from armada.core.round_stats import COMPLETED, RATE_LIMIT, RoundStats
+from armada.core.round_stats import COMPLETED, MAX_RESOURCES, RATE_LIMIT, RoundStats
 from armada.core.snapshot import NodeState, QueueState, RoundResult
 
 _S = "armada_scheduler_"
@@ -78,6 +79,8 @@ class PoolRound:
     pool: str
     stats: RoundStats
     rate_limited: bool = False  # stopped because the lease-rate bucket ran low
+    # stopped because it had handed out maximumResourceFractionToSchedule
+    resource_limited: bool = False
     # queue -> what runs ended sooner than the cutoff still charge it (milli-units)
     penalty: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     capacity: Mapping[str, int] = field(default_factory=dict)
@@ -118,6 +121,7 @@ def pool_round(
         pool,
         result.stats,
         rate_limited=rate_limited,
+        resource_limited=bool(result.stopped_by),
         penalty=penalties(charged, in_use),
         capacity=capacity,
     )
@@ -161,7 +165,9 @@ def pool_outcomes(rounds: list[PoolRound]) -> dict[tuple[tuple[str, str], ...], 
     """Increments of ``armada_scheduler_pool_scheduling_outcome``: one per pool's round."""
     out: dict[tuple[tuple[str, str], ...], int] = {}
     for r in rounds:
-        reason = RATE_LIMIT if r.rate_limited else COMPLETED
+        reason = (
+            RATE_LIMIT if r.rate_limited else MAX_RESOURCES if r.resource_limited else COMPLETED
+        )
         key = tuple(zip(POOL_OUTCOME_LABELS, (r.pool, "success", reason), strict=True))
         out[key] = out.get(key, 0) + 1
     return out

@@ -58,6 +58,7 @@ from armada.services.records import records_write
 from armada.services.retry_cost_metrics import COUNTERS as RETRY_COST_COUNTERS
 from armada.services.round_metrics import PoolRound, pool_round
 from armada.services.scheduler_leases import write_leases
+from armada.services.scheduler_limits import queue_buckets, queue_buckets_reset, round_limits
 from armada.services.snapshot import node_state
 from armada.services.stopping import PREEMPT, runs_request_stops
 
@@ -88,16 +89,26 @@ def _load_nodes(pool: str, now: datetime) -> tuple[list[NodeState], list[Node]]:
 
 
 def _running(
-    db: JobDb, pool: str, nodes: list[NodeState], classes: Mapping
+    db: JobDb,
+    pool: str,
+    nodes: list[NodeState],
+    classes: Mapping,
+    by_class: defaultdict[str, dict[str, dict[str, int]]],
 ) -> tuple[list[RunningJob], dict[str, Resources]]:
     """The pool's active runs as the core sees them (their requests added to their nodes'
-    ``allocated``), and what each queue uses in the pool. A run on a node that is not
-    schedulable now (its executor is lost or cordoned) still counts for its queue."""
+    ``allocated``), and what each queue uses in the pool; ``by_class`` gets what each
+    queue's runs hold per priority class, floating resources included. A run on a node
+    that is not schedulable now (its executor is lost or cordoned) still counts for its
+    queue."""
     by_id = {n.id: n for n in nodes}
     running: list[RunningJob] = []
     used: dict[str, Resources] = defaultdict(Resources)
     for run in db.runs_in_pool(pool):
         used[run.queue] = used[run.queue] + run.requests
+        held = by_class[run.queue].setdefault(run.priority_class, {})
+        for amounts in (run.requests.to_dict(), run.floating):
+            for r, v in amounts.items():
+                held[r] = held.get(r, 0) + v
         node_id = f"{run.executor}/{run.node}"
         node = by_id.get(node_id)
         if node is None:
@@ -114,13 +125,20 @@ def _running(
                 # A run already being stopped is not offered for preemption again.
                 preemptible=bool(pc and pc.preemptible) and not run.stopping,
                 gang_id=run.gang_id,
+                priority_class=run.priority_class,
+                floating=run.floating,
             )
         )
     return running, used
 
 
 def _queue_states(
-    queues: list[Queue], used: Mapping[str, Resources], pool: str, now: datetime, cutoff: float
+    queues: list[Queue],
+    used: Mapping[str, Resources],
+    by_class: Mapping[str, Mapping[str, Mapping[str, int]]],
+    pool: str,
+    now: datetime,
+    cutoff: float,
 ) -> list[QueueState]:
     """Queues with what they use in the pool. With a ``shortJobPenaltyCutoff``, a run that
     ended sooner than the cutoff after it started is still charged to its queue until then,
@@ -140,6 +158,7 @@ def _queue_states(
             priority_factor=q.priority_factor,
             cordoned=q.cordoned,
             allocated=charged[q.name],
+            by_class=by_class.get(q.name, {}),
         )
         for q in queues
     ]
@@ -154,8 +173,12 @@ def scheduler_state(config) -> tuple[JobDb, TokenBucket]:
     configuration changes (priority classes decide urgency; the bucket its rate)."""
     global _jobdb, _bucket
     scheduling = config.scheduling
-    if _jobdb is None or _jobdb.classes is not scheduling.priority_classes:
-        _jobdb = JobDb(classes=scheduling.priority_classes)
+    if (
+        _jobdb is None
+        or _jobdb.classes is not scheduling.priority_classes
+        or _jobdb.floating != scheduling.floating_names
+    ):
+        _jobdb = JobDb(classes=scheduling.priority_classes, floating=scheduling.floating_names)
     if (
         _bucket is None
         or _bucket.rate != scheduling.maximum_scheduling_rate
@@ -171,6 +194,7 @@ def scheduler_state_reset() -> None:
     """Forget the in-memory job database (a new process, or tests)."""
     global _jobdb, _bucket
     _jobdb = _bucket = None
+    queue_buckets_reset()
 
 
 def scheduler_cycle(*, now: datetime, clock: Callable[[], float] = time.monotonic) -> CycleReport:
@@ -211,11 +235,24 @@ def scheduler_cycle(*, now: datetime, clock: Callable[[], float] = time.monotoni
     # round never sees them, so they cost no lookback and block nobody.
     for job_id, at in db.delayed_until().items():
         report.unschedulable[job_id] = reason_retry_delay(at)
+    buckets = queue_buckets(scheduling, queues)
+    tokens = (
+        {
+            name: b.available(clock(), scheduling.maximum_jobs_per_round)
+            for name, b in buckets.items()
+        }
+        if buckets is not None
+        else None
+    )
     for pool in scheduling.pools:
         nodes, rows = _load_nodes(pool.name, now)
-        running, used = _running(db, pool.name, nodes, classes)
+        by_class: defaultdict[str, dict[str, dict[str, int]]] = defaultdict(dict)
+        running, used = _running(db, pool.name, nodes, classes, by_class)
         avoid = _avoidance(db, rows)
-        queue_states = _queue_states(queues, used, pool.name, now, pool.short_job_penalty_cutoff)
+        queue_states = _queue_states(
+            queues, used, by_class, pool.name, now, pool.short_job_penalty_cutoff
+        )
+        limits = round_limits(scheduling, pool.name, queues, tokens)
         round_started = time.perf_counter()
         result = schedule_round(
             nodes=nodes,
@@ -230,8 +267,9 @@ def scheduler_cycle(*, now: datetime, clock: Callable[[], float] = time.monotoni
             indexed_node_labels=frozenset(scheduling.indexed_node_labels),
             running=running,
             fair_share_preemption=scheduling.fair_share_preemption,
-            protected_fraction=scheduling.protected_fraction_of_fair_share,
+            protected_fraction=scheduling.protected_fraction(pool.name),
             clock=time.perf_counter,
+            limits=limits,
         )
         pool_ms[pool.name] = int((time.perf_counter() - round_started) * 1000)
         rounds.append(
@@ -252,6 +290,9 @@ def scheduler_cycle(*, now: datetime, clock: Callable[[], float] = time.monotoni
         for lease in result.leases:
             leases.append((pool.name, lease))
             leased.add(lease.job_id)
+            if tokens is not None:
+                # The next pool's round sees what this one used of each queue's bucket.
+                tokens[lease.queue] = tokens.get(lease.queue, 0) - 1
         report.unschedulable.update(result.unschedulable)
         if len(leases) >= max_leases:
             break
@@ -260,6 +301,15 @@ def scheduler_cycle(*, now: datetime, clock: Callable[[], float] = time.monotoni
     new_runs: dict[str, str] = {}
     leased_ids = write_leases(leases, now, new_runs) if leases else []
     bucket.take(clock(), len(leased_ids))
+    if buckets is not None and leased_ids:
+        written = set(leased_ids)
+        per_queue: dict[str, int] = defaultdict(int)
+        for _, lease in leases:
+            if lease.job_id in written:
+                per_queue[lease.queue] += 1
+        for name, n in per_queue.items():
+            if name in buckets:
+                buckets[name].take(clock(), n)
     marked = (
         runs_request_stops(
             reasons=preempted,
