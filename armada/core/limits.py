@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 Fractions = Mapping[str, float]  # resource -> fraction of the pool's total
 Amounts = dict[str, int]  # resource -> milli-units
@@ -306,6 +307,33 @@ def split_floating(
     on_node = {r: v for r, v in requests.items() if r not in names}
     floating = {r: v for r, v in requests.items() if r in names}
     return on_node, floating
+
+
+def strip_floating(pod_spec: Mapping[str, Any], names: frozenset[str]) -> dict[str, Any]:
+    """``pod_spec`` without requests or limits of the floating resources ``names``: the
+    scheduler accounts for them, and a node would refuse a pod asking for a resource it
+    does not have. Containers and init containers alike; the rest is kept as it is."""
+    out = dict(pod_spec)
+    for key in ("containers", "initContainers"):
+        containers = pod_spec.get(key)
+        if not isinstance(containers, list):
+            continue
+        kept = []
+        for container in containers:
+            resources = container.get("resources") if isinstance(container, dict) else None
+            if isinstance(resources, dict):
+                container = dict(container)
+                container["resources"] = {
+                    part: (
+                        {r: v for r, v in values.items() if r not in names}
+                        if part in ("requests", "limits") and isinstance(values, dict)
+                        else values
+                    )
+                    for part, values in resources.items()
+                }
+            kept.append(container)
+        out[key] = kept
+    return out
 
 
 def usage_by_class(running: Iterable, queues: Iterable) -> dict[tuple[str, str], Amounts]:

@@ -29,6 +29,7 @@ job changes); expiring takes jobs, then runs, then the event log, the order of
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -40,6 +41,7 @@ from django.db import transaction
 from django.db.models import Q, TextField
 from django.db.models.functions import Cast
 
+from armada.core.limits import strip_floating
 from armada.core.states import RunState
 from armada.models import Executor, Run
 from armada.services.executor_nodes import ReportedNode, executor_heartbeat_and_nodes
@@ -196,4 +198,14 @@ def _lease_rows(run_ids: list[str]) -> list[dict[str, Any]]:
         )
         .values(*LEASE_FIELDS, "pod_spec_json", "mutations_json", "services_json", "ingress_json")
     }
-    return [rows[run_id] for run_id in run_ids if run_id in rows]
+    found = [rows[run_id] for run_id in run_ids if run_id in rows]
+    names = settings.ARMADA.scheduling.floating_names
+    if names:
+        for row in found:
+            text = row["pod_spec_json"] or ""
+            if any(name in text for name in names):
+                # The scheduler accounts for floating resources; the pod must not ask for them.
+                row["pod_spec_json"] = json.dumps(
+                    strip_floating(json.loads(text), names), separators=(",", ":")
+                )
+    return found

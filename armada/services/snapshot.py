@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from django.conf import settings
+
+from armada.core.limits import split_floating
 from armada.core.quantity import Resources
 from armada.core.scheduling import NodeState, QueuedJob, Taint, Toleration
 from armada.models import Job, Node
@@ -49,10 +52,13 @@ def node_state(node: Node) -> NodeState:
 def queued_job(
     job: Job, *, urgency: int = 0, avoid_nodes: frozenset[str] = frozenset()
 ) -> QueuedJob:
+    on_node, floating = split_floating(job.requests, settings.ARMADA.scheduling.floating_names)
     return QueuedJob(
         id=job.id,
         queue=job.queue_id,
-        requests=Resources(job.requests),
+        requests=Resources(on_node),
+        floating=floating,
+        priority_class=job.priority_class,
         priority=job.priority,
         urgency=urgency,
         node_selector=job.pod_spec.get("nodeSelector") or {},

@@ -20,6 +20,7 @@ from armada.core.limits import (
     class_fractions,
     percent,
     split_floating,
+    strip_floating,
 )
 from armada.core.quantity import Resources
 from armada.core.scheduling import (
@@ -418,3 +419,29 @@ def test_evictions_free_what_the_limits_count() -> None:
     state.evicted([running("a", 0, "n0", floating=1)])
     assert state.hold([job("a", 1)]) is None
     assert state.hold([job("b", 1, floating=1)]) is None
+
+
+STRIPS = [
+    (
+        {"containers": [{"name": "m", "resources": {"requests": {"cpu": "1", "lic": "2"}}}]},
+        {"containers": [{"name": "m", "resources": {"requests": {"cpu": "1"}}}]},
+    ),
+    (
+        {
+            "initContainers": [{"resources": {"limits": {"lic": "1"}, "claims": [{"n": "x"}]}}],
+            "containers": [{"name": "m"}],
+            "nodeSelector": {"a": "b"},
+        },
+        {
+            "initContainers": [{"resources": {"limits": {}, "claims": [{"n": "x"}]}}],
+            "containers": [{"name": "m"}],
+            "nodeSelector": {"a": "b"},
+        },
+    ),
+    ({"containers": "not a list"}, {"containers": "not a list"}),
+]
+
+
+@pytest.mark.parametrize("spec,expected", STRIPS)
+def test_strip_floating_takes_only_the_floating_resources_out(spec, expected) -> None:
+    assert strip_floating(spec, frozenset({"lic"})) == expected

@@ -1,11 +1,16 @@
 """Limits on a cycle's leases: jobs per round, the lease rate (a token bucket paced by the
-clock passed in) and what a job that a limited round never reached is told."""
+clock passed in) and what a job that a limited round never reached is told; and Armada's
+limits (``services.scheduler_limits``): a priority class's cap per queue, per-queue rate
+buckets, the round's fraction and floating resources."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
 from armada.models import Job
+from armada.services.queues import queue_create
 from armada.services.records import NOT_REACHED, pending_reason
 from armada.services.scheduler import scheduler_cycle
 from armada.services.submit import job_submit
@@ -64,3 +69,121 @@ def test_a_job_the_limited_round_never_reached_is_told_so(settings, queue, owner
     last = Job.objects.get(id=ids[-1])
     assert pending_reason(last)["reason"] == NOT_REACHED
     assert pending_reason(Job.objects.get(id=ids[0])) is None  # leased: not pending
+
+
+# --- Armada's limits (``core.limits``) through the cycle ------------------------------------
+
+PREEMPTIBLE = {
+    "armada-default": {"priority": 1000, "preemptible": False},
+    "armada-preemptible": {
+        "priority": 1000,
+        "preemptible": True,
+        "maximumResourceFractionPerQueue": {"cpu": 0.25},
+    },
+}
+
+
+def submit(owner, n: int, queue: str = "demo", cpu: str = "1", pc: str = "") -> list[str]:
+    jobs = [job(cpu=cpu) for _ in range(n)]
+    for spec in jobs:
+        if pc:
+            spec["podSpec"]["priorityClassName"] = pc
+    return job_submit(actor=owner, data=job_file(queue=queue, jobs=jobs), now=at(0))
+
+
+def reason_of(job_id: str) -> str:
+    found = pending_reason(Job.objects.get(id=job_id))
+    return found["reason"] if found else ""
+
+
+def test_a_priority_class_caps_what_one_queue_holds(settings, queue, owner):
+    """64 cpu, a quarter per queue for armada-preemptible: four 4-cpu jobs, then the cap;
+    the queue's armada-default jobs are not held by it."""
+    setup(settings, priorityClasses=PREEMPTIBLE)
+    capped = submit(owner, 6, cpu="4", pc="armada-preemptible")
+    free = submit(owner, 2, cpu="4", pc="armada-default")
+    scheduler_cycle(now=at(1))
+    leased_ids = set(Job.objects.filter(state="leased").values_list("id", flat=True))
+    assert leased_ids == set(capped[:4]) | set(free)
+    assert reason_of(capped[4]) == (
+        "queue demo at 25% of cpu for priority class armada-preemptible, limit 25%"
+        " (this job would take it to 31.2%)"
+    )
+    # The next cycle changes nothing: the cap counts the leased runs.
+    assert scheduler_cycle(now=at(2)).leased == 0
+
+
+def test_each_queue_has_its_own_rate_bucket(settings, queue, owner, admin_user):
+    """maximumPerQueueSchedulingRate 1/s, burst 2: each queue leases 2 at once, then 1 a
+    second of the clock; the held job is told its queue's rate holds it."""
+    setup(settings, maximumPerQueueSchedulingRate=1, maximumPerQueueSchedulingBurst=2)
+    queue_create(actor=admin_user, data={"name": "other", "owners": [owner.username]}, now=at(0))
+    mine = submit(owner, 5)
+    others = submit(owner, 5, queue="other")
+    clock = Clock()
+    assert scheduler_cycle(now=at(1), clock=clock).leased == 4
+    assert reason_of(mine[2]).startswith("queue demo scheduling rate limit exceeded")
+    assert reason_of(others[2]).startswith("queue other scheduling rate limit exceeded")
+    clock.now += 0.5
+    assert scheduler_cycle(now=at(2), clock=clock).leased == 0
+    clock.now += 0.5
+    assert scheduler_cycle(now=at(3), clock=clock).leased == 2
+    assert Job.objects.filter(id__in=[mine[2], others[2]], state="leased").count() == 2
+
+
+def test_a_round_hands_out_at_most_its_fraction_plus_one_job(settings, queue, owner):
+    """maximumResourceFractionToSchedule cpu 0.1 of 64 (6.4 cpu) with 1-cpu jobs: 7 a round
+    (the seventh takes it over; then the round stops), as Armada's round does."""
+    setup(settings, maximumResourceFractionToSchedule={"cpu": 0.1})
+    ids = submit(owner, 20)
+    assert scheduler_cycle(now=at(1)).leased == 7
+    assert "limit 10% per round" in reason_of(ids[7])
+    assert scheduler_cycle(now=at(2)).leased == 7
+
+
+def test_a_pools_own_round_fraction_replaces_the_default(settings, queue, owner):
+    setup(
+        settings,
+        maximumResourceFractionToSchedule={"cpu": 0.1},
+        maximumResourceFractionToScheduleByPool={"default": {"memory": 0.5}},
+    )
+    submit(owner, 20)
+    assert scheduler_cycle(now=at(1)).leased == 20
+
+
+FLOATING = [{"name": "example.com/licences", "pools": [{"name": "default", "quantity": "2"}]}]
+
+
+def licensed_job(n: str = "1") -> dict:
+    spec = job()
+    for part in ("requests", "limits"):
+        spec["podSpec"]["containers"][0]["resources"][part]["example.com/licences"] = n
+    return spec
+
+
+def test_floating_resources_are_shared_by_the_pool_and_not_sent_to_nodes(settings, queue, owner):
+    """Two licences in the pool: two jobs asking one each are leased, the third waits with
+    the reason; the pods the executor is given do not ask for licences (no node has them)."""
+    from armada.models import Run
+    from armada.services.executor_rounds import _lease_rows
+
+    setup(settings, floatingResources=FLOATING)
+    ids = job_submit(actor=owner, data=job_file(jobs=[licensed_job() for _ in range(3)]), now=at(0))
+    assert scheduler_cycle(now=at(1)).leased == 2
+    assert reason_of(ids[2]) == (
+        "floating resource example.com/licences: 2 of 2 in use in the pool, the job asks 1"
+    )
+    runs = list(Run.objects.values_list("id", flat=True))
+    for row in _lease_rows(runs):
+        resources = json.loads(row["pod_spec_json"])["containers"][0]["resources"]
+        assert resources == {
+            "requests": {"cpu": "1", "memory": "1Gi"},
+            "limits": {"cpu": "1", "memory": "1Gi"},
+        }
+    # The stored job keeps what it asked for.
+    assert (
+        Job.objects.get(id=ids[0]).pod_spec["containers"][0]["resources"]["requests"][
+            "example.com/licences"
+        ]
+        == "1"
+    )
