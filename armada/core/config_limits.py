@@ -5,7 +5,9 @@
 - ``scheduling.maximumResourceFractionToSchedule`` and ``...ByPool``: what one round may
   hand out;
 - ``scheduling.maximumPerQueueSchedulingRate``/``Burst``: each queue's lease rate;
-- ``scheduling.floatingResources``: pool-wide amounts of resources no node owns.
+- ``scheduling.floatingResources``: pool-wide amounts of resources no node owns;
+- ``scheduling.maxNewJobSchedulingDuration`` and ``...PerQueue``: how long a round may work
+  on new jobs.
 
 Key names and meanings are Armada's. Fractions are from 0 to 1; a pool named under
 ``...ByPool`` or a floating resource's ``pools`` must be one of ``scheduling.pools``
@@ -20,7 +22,7 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field, StrictInt, field_validator
 
-from armada.core.config_types import Strict
+from armada.core.config_types import Duration, Strict
 from armada.core.quantity import STANDARD_RESOURCES, parse_quantity
 
 
@@ -119,6 +121,18 @@ class SchedulingLimits(Strict):
     )
     maximum_per_queue_scheduling_burst: StrictInt = Field(
         1000, alias="maximumPerQueueSchedulingBurst", gt=0
+    )
+    # Seconds a round may spend on new jobs, in all and per queue (0: no limit).
+    max_new_job_scheduling_duration: Duration = Field(
+        0.0, alias="maxNewJobSchedulingDuration", ge=0
+    )
+    max_new_job_scheduling_duration_per_queue: Duration = Field(
+        0.0, alias="maxNewJobSchedulingDurationPerQueue", ge=0
+    )
+    # An executor holding more leased runs than this that it has not yet acknowledged (run
+    # state ``leased``) gets no new leases until it catches up (0: no limit).
+    max_unacknowledged_jobs_per_executor: StrictInt = Field(
+        0, alias="maxUnacknowledgedJobsPerExecutor", ge=0
     )
     floating_resources: list[FloatingResource] = Field(
         default_factory=list, alias="floatingResources"

@@ -15,11 +15,15 @@ A platform team caps, per pool:
   in the round, and a gang needing more than are left waits (more than the burst: never);
 - floating resources: a pool-wide amount of a named resource that jobs request and no node
   owns (licences, storage connections). A job is leased only if what the pool's active jobs
-  hold of it, with the job, stays within the amount.
+  hold of it, with the job, stays within the amount;
+- how long a round may work on new jobs (``maxNewJobSchedulingDuration``, and
+  ``...PerQueue``): once the units examined took longer, the round (or the queue's turns)
+  ends; timed with the clock the round is given.
 
 Checked in this order for each unit (one job, or a gang as a whole) when its turn comes,
-before any node is looked at (:meth:`LimitState.hold`): the round's limit, the queue's rate,
-the queue's limit for the priority class, the floating resources. A unit held by a limit
+before any node is looked at (:meth:`LimitState.hold`): the round's limits (resources and
+time), the queue's time, the queue's rate, the queue's limit for the priority class, the
+floating resources. A unit held by a limit
 gets the limit's reason and is not offered fair-share preemption: waiting on a limit is not
 waiting for room. The pool's total (the base of every fraction) is the allocatable of its
 schedulable nodes plus the pool's floating amounts.
@@ -89,6 +93,20 @@ def reason_gang_queue_burst(queue: str, members: int, burst: int) -> str:
     )
 
 
+def reason_round_time(limit: float) -> str:
+    return (
+        f"the round's time for new jobs ran out before this job ({limit:g}s,"
+        " maxNewJobSchedulingDuration)"
+    )
+
+
+def reason_queue_time(queue: str, limit: float) -> str:
+    return (
+        f"queue {queue}'s time for new jobs in this round ran out before this job ({limit:g}s,"
+        " maxNewJobSchedulingDurationPerQueue)"
+    )
+
+
 def reason_floating(resource: str, used: int, asked: int, total: int) -> str:
     if total <= 0:
         return f"floating resource {resource}: the pool has none of it (floatingResources)"
@@ -143,6 +161,10 @@ class RoundLimits:
     floating: Mapping[str, int] = field(default_factory=dict)
     queue_tokens: Mapping[str, int] | None = None
     queue_burst: int = 0
+    # Seconds the round may spend on new jobs, in all and per queue (0: no limit); counted
+    # only when the round is given a clock.
+    max_new_job_seconds: float = 0.0
+    max_new_job_seconds_per_queue: float = 0.0
 
 
 class LimitState:
@@ -171,6 +193,8 @@ class LimitState:
         self.tokens: dict[str, int] | None = (
             None if limits.queue_tokens is None else dict(limits.queue_tokens)
         )
+        self.seconds = 0.0  # spent on new jobs so far, in all and per queue
+        self.queue_seconds: dict[str, float] = {}
         # (queue, class) -> resource -> the amount its fraction allows, worked out once.
         self._caps: dict[tuple[str, str], list[tuple[str, float, float]]] = {}
         self.active = bool(
@@ -178,6 +202,8 @@ class LimitState:
             or limits.to_schedule
             or limits.floating
             or self.tokens is not None
+            or limits.max_new_job_seconds
+            or limits.max_new_job_seconds_per_queue
         )
 
     # --- the checks ----------------------------------------------------------------------
@@ -191,6 +217,9 @@ class LimitState:
         if found is not None:
             return found, SCOPE_ROUND
         first = unit[0]
+        limit = self.limits.max_new_job_seconds_per_queue
+        if limit and self.queue_seconds.get(first.queue, 0.0) > limit:
+            return reason_queue_time(first.queue, limit), SCOPE_QUEUE
         if self.tokens is not None:
             left = self.tokens.get(first.queue)
             if left is not None:
@@ -206,8 +235,16 @@ class LimitState:
             found = self._floating(unit)
         return None if found is None else (found, SCOPE_UNIT)
 
+    def spent(self, queue: str, seconds: float) -> None:
+        """The round spent ``seconds`` on a unit of ``queue``."""
+        self.seconds += seconds
+        self.queue_seconds[queue] = self.queue_seconds.get(queue, 0.0) + seconds
+
     def round_over(self) -> str | None:
         """The reason no new job may be leased in this round, if its limit is exceeded."""
+        limit = self.limits.max_new_job_seconds
+        if limit and self.seconds > limit:
+            return reason_round_time(limit)
         for resource, fraction in sorted(self.limits.to_schedule.items()):
             total = self.total.get(resource, 0)
             done = self.scheduled.get(resource, 0)

@@ -73,7 +73,14 @@ from heapq import heappop, heappush
 
 from armada.core.fairshare import weighted_cost
 from armada.core.gangs import GangMixin
-from armada.core.limits import SCOPE_QUEUE, SCOPE_ROUND, LimitState, RoundLimits, usage_by_class
+from armada.core.limits import (
+    SCOPE_QUEUE,
+    SCOPE_ROUND,
+    SCOPE_UNIT,
+    LimitState,
+    RoundLimits,
+    usage_by_class,
+)
 from armada.core.nodeindex import NodeIndex, NodeView
 from armada.core.preemption import Allocation, PreemptionMixin
 from armada.core.queued import GangKey, from_jobs, from_queued
@@ -81,6 +88,7 @@ from armada.core.round_stats import node_preemptibility
 from armada.core.snapshot import (
     REASON_CORDONED,
     REASON_NO_MATCH,
+    REASON_NO_NODES,
     REASON_NO_RESOURCES,
     REASON_ROUND_LIMIT,
     REASON_TOO_BIG,
@@ -121,6 +129,7 @@ __all__ = [
     "reason_gang_no_uniform_fit",
     "reason_gang_oversized",
     "REASON_NO_MATCH",
+    "REASON_NO_NODES",
     "REASON_NO_RESOURCES",
     "REASON_ROUND_LIMIT",
     "REASON_TOO_BIG",
@@ -239,9 +248,13 @@ class _Round(GangMixin, PreemptionMixin):
             k = end
 
     def held(self, unit: list[QueuedJob]) -> str:
-        """What holds ``unit`` back under the round's limits (every member gets the reason),
-        as ``core.limits.SCOPE_*``; "" when none does."""
-        found = self.limits.hold(unit)
+        """What holds ``unit`` back under the round's limits, or a pool without a
+        schedulable node (every member gets the reason), as ``core.limits.SCOPE_*``; ""
+        when nothing does."""
+        if not self.capacity:
+            found: tuple[str, str] | None = (REASON_NO_NODES, SCOPE_UNIT)
+        else:
+            found = self.limits.hold(unit)
         if found is None:
             return ""
         reason, scope = found
@@ -347,12 +360,14 @@ def schedule_round(
             and result.unschedulable[unit[0].id] == REASON_NO_RESOURCES
         ):
             waiting.setdefault(name, []).append(unit)
+        spent = clock() - began if clock is not None else 0.0
         stats.queue(name).note_unit(
             position=stats.loops,
             size=len(unit),
             scheduled=len(result.leases) - leased_before == len(unit),
-            seconds=clock() - began if clock is not None else 0.0,
+            seconds=spent,
         )
+        limit_state.spent(name, spent)
         stats.loops += 1
         if scope != SCOPE_QUEUE and pending.pull(name):
             cost = weighted_cost(allocated[name], capacity, queue_state[name].priority_factor)

@@ -15,6 +15,10 @@ REASON_TOO_BIG = "the job requests more than any node in the pool can offer"
 REASON_NO_MATCH = "no node matches the job's node selector and tolerations"
 REASON_CORDONED = "queue is cordoned"
 REASON_ROUND_LIMIT = "the round's job limit was reached"
+REASON_NO_NODES = (
+    "the pool has no schedulable node now (its executors are lost, cordoned or behind on"
+    " acknowledging leases, or its nodes are cordoned)"
+)
 
 # No floating resources (shared: most jobs ask for none).
 NO_FLOATING: Mapping[str, int] = MappingProxyType({})

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.db.models import Count
 
 from armada.core.backoff import reason_retry_delay
 from armada.core.quantity import Resources
@@ -81,9 +82,23 @@ class CycleReport:
 
 
 def _load_nodes(pool: str, now: datetime) -> tuple[list[NodeState], list[Node]]:
-    """The pool's schedulable nodes: those of live, uncordoned executors."""
+    """The pool's schedulable nodes: those of live, uncordoned executors that have not
+    fallen behind (``maxUnacknowledgedJobsPerExecutor``: more leased runs they have not
+    acknowledged than that, and their nodes sit out the round; their runs still count)."""
     timeout = timedelta(seconds=settings.ARMADA.executor_timeout)
     live = Executor.objects.filter(pool=pool, cordoned=False, last_heartbeat__gte=now - timeout)
+    behind = settings.ARMADA.scheduling.max_unacknowledged_jobs_per_executor
+    if behind:
+        lagging = [
+            row["executor"]
+            for row in Run.objects.filter(state=RunState.LEASED, pool=pool)
+            .values("executor")
+            .annotate(n=Count("id"))
+            .filter(n__gt=behind)
+        ]
+        if lagging:
+            log.info("executors with too many unacknowledged leases sit out: %s", lagging)
+            live = live.exclude(id__in=lagging)
     rows = list(Node.objects.filter(executor__in=live).order_by("executor_id", "name"))
     return [node_state(n) for n in rows], rows
 

@@ -77,4 +77,6 @@ def round_limits(
         floating=scheduling.floating_amounts(pool),
         queue_tokens=tokens,
         queue_burst=scheduling.maximum_per_queue_scheduling_burst if tokens is not None else 0,
+        max_new_job_seconds=scheduling.max_new_job_scheduling_duration,
+        max_new_job_seconds_per_queue=scheduling.max_new_job_scheduling_duration_per_queue,
     )

@@ -16,6 +16,7 @@ from armada.core.quantity import Resources
 from armada.core.scheduling import (
     REASON_CORDONED,
     REASON_NO_MATCH,
+    REASON_NO_NODES,
     REASON_NO_RESOURCES,
     REASON_TOO_BIG,
     Lease,
@@ -216,7 +217,7 @@ REASON_CASES = [
         job(memory="4Gi"),
         REASON_NO_RESOURCES,
     ),
-    ("no-nodes", [], job(), REASON_NO_MATCH),
+    ("no-nodes", [], job(), REASON_NO_NODES),
     (
         "selector-value-mismatch",
         nodes(2, labels={"zone": "a"}),
@@ -230,7 +231,7 @@ REASON_CASES = [
         job(node_selector={"zone": "a", "disk": "ssd"}),
         REASON_NO_MATCH,
     ),
-    ("all-nodes-unschedulable", nodes(2, unschedulable=True), job(), REASON_NO_MATCH),
+    ("all-nodes-unschedulable", nodes(2, unschedulable=True), job(), REASON_NO_NODES),
     ("all-nodes-tainted", nodes(2, taints=(Taint("gpu", "true"),)), job(), REASON_NO_MATCH),
     (
         "all-nodes-avoided",

@@ -9,6 +9,7 @@ import json
 
 import pytest
 
+from armada.core.snapshot import REASON_NO_NODES
 from armada.models import Job
 from armada.services.queues import queue_create
 from armada.services.records import NOT_REACHED, pending_reason
@@ -20,7 +21,11 @@ pytestmark = pytest.mark.django_db
 
 
 def setup(settings, **scheduling) -> None:
-    fake_agent(settings, cpu="64", memory="256Gi", scheduling=scheduling)
+    setup_agent(settings, **scheduling)
+
+
+def setup_agent(settings, **scheduling):
+    return fake_agent(settings, cpu="64", memory="256Gi", scheduling=scheduling)
 
 
 class Clock:
@@ -187,3 +192,18 @@ def test_floating_resources_are_shared_by_the_pool_and_not_sent_to_nodes(setting
         ]
         == "1"
     )
+
+
+def test_an_executor_behind_on_acknowledging_leases_sits_out(settings, queue, owner):
+    """maxUnacknowledgedJobsPerExecutor 2: after a round leased 3 to the only executor, it
+    gets nothing more until it has acknowledged them (its agent's tick)."""
+    agent = setup_agent(settings, maxUnacknowledgedJobsPerExecutor=2)
+    submit(owner, 3)
+    assert scheduler_cycle(now=at(1)).leased == 3
+    later = submit(owner, 2)
+    report = scheduler_cycle(now=at(2))
+    assert report.leased == 0
+    assert reason_of(later[0]) == REASON_NO_NODES
+    agent.tick(at(3))  # the executor takes its leases: they are no longer unacknowledged
+    assert Job.objects.filter(state="leased").count() == 0
+    assert scheduler_cycle(now=at(4)).leased == 2
