@@ -22,6 +22,7 @@ from pydantic import (
 )
 from pydantic import ValidationError as PydanticValidationError
 
+from armada.core.away import WILDCARD, AwayEntry
 from armada.core.config_executors import (  # noqa: F401 - part of this module's names
     CategoryRule,
     ErrorCategories,
@@ -29,7 +30,13 @@ from armada.core.config_executors import (  # noqa: F401 - part of this module's
     NodeGroup,
     Taint,
 )
-from armada.core.config_limits import Fractions, FractionsByPool, SchedulingLimits, unknown_pools
+from armada.core.config_limits import (
+    AwayNodeType,
+    Fractions,
+    FractionsByPool,
+    SchedulingLimits,
+    unknown_pools,
+)
 from armada.core.config_types import Duration, Strict
 from armada.core.errors import FieldError, ValidationFailed
 
@@ -46,6 +53,8 @@ class PriorityClass(Strict):
     maximum_resource_fraction_per_queue_by_pool: FractionsByPool = Field(
         default_factory=dict, alias="maximumResourceFractionPerQueueByPool"
     )
+    # Node types its jobs may use away from home, tried in order (``core.away``).
+    away_node_types: list[AwayNodeType] = Field(default_factory=list, alias="awayNodeTypes")
 
 
 class Pool(Strict):
@@ -141,6 +150,41 @@ class Scheduling(SchedulingLimits):
                     f"floatingResources[{i}].pools: unknown pool(s) {', '.join(bad)} ({known})"
                 )
         return self
+
+    @model_validator(mode="after")
+    def _away_node_types(self) -> Scheduling:
+        """Well-known node types have one name each; a class with away node types is
+        preemptible (its away jobs must be evictable) and names known types."""
+        names = [t.name for t in self.well_known_node_types]
+        for i, name in enumerate(names):
+            if name in names[:i]:
+                raise ValueError(f"wellKnownNodeTypes[{i}].name: {name!r} is named twice")
+            if name == WILDCARD:
+                raise ValueError(f"wellKnownNodeTypes[{i}].name: {WILDCARD!r} means every type")
+        known = set(names)
+        for pc_name, pc in self.priority_classes.items():
+            where = f"priorityClasses.{pc_name}.awayNodeTypes"
+            if pc.away_node_types and not pc.preemptible:
+                raise ValueError(
+                    f"{where}: a class with away node types must be preemptible"
+                    " (its jobs are evicted first when the home jobs need the room)"
+                )
+            for i, away in enumerate(pc.away_node_types):
+                for target in away.entry().targets:
+                    if target.name != WILDCARD and target.name not in known:
+                        raise ValueError(
+                            f"{where}[{i}]: unknown node type {target.name!r}"
+                            f" (wellKnownNodeTypes: {', '.join(sorted(known)) or 'none'})"
+                        )
+        return self
+
+    def away_entries(self) -> dict[str, list[AwayEntry]]:
+        """Each priority class's away entries, in order (classes without any left out)."""
+        return {
+            name: [a.entry() for a in pc.away_node_types]
+            for name, pc in self.priority_classes.items()
+            if pc.away_node_types
+        }
 
     def protected_fraction(self, pool: str) -> float:
         """The pool's protectedFractionOfFairShare, or the scheduling-wide one."""

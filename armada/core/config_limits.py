@@ -7,7 +7,9 @@
 - ``scheduling.maximumPerQueueSchedulingRate``/``Burst``: each queue's lease rate;
 - ``scheduling.floatingResources``: pool-wide amounts of resources no node owns;
 - ``scheduling.maxNewJobSchedulingDuration`` and ``...PerQueue``: how long a round may work
-  on new jobs.
+  on new jobs;
+- ``scheduling.wellKnownNodeTypes`` and a priority class's ``awayNodeTypes``: where a class's
+  jobs may run away from home (``core.away``).
 
 Key names and meanings are Armada's. Fractions are from 0 to 1; a pool named under
 ``...ByPool`` or a floating resource's ``pools`` must be one of ``scheduling.pools``
@@ -18,10 +20,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, StrictInt, field_validator
+from pydantic import BeforeValidator, Field, StrictInt, field_validator, model_validator
 
+from armada.core.away import AwayEntry, AwayTarget, Condition
+from armada.core.config_executors import Taint
 from armada.core.config_types import Duration, Strict
 from armada.core.quantity import STANDARD_RESOURCES, parse_quantity
 
@@ -106,6 +110,51 @@ class FloatingResource(Strict):
         return next((p.quantity for p in self.pools if p.name == pool), 0)
 
 
+class WellKnownNodeType(Strict):
+    """A kind of node, known by its taints: a node is of the type when it has them all."""
+
+    name: str = Field(min_length=1)
+    taints: list[Taint] = Field(default_factory=list)
+
+
+class AwayNodeTypeCondition(Strict):
+    resource: str = Field(min_length=1)
+    operator: Literal[">", "<", "=="]
+    value: Quantity
+
+
+class AwayTypeEntry(Strict):
+    # A wellKnownNodeTypes name, or "*" for every type.
+    name: str = Field(min_length=1)
+    conditions: list[AwayNodeTypeCondition] = Field(default_factory=list)
+
+
+class AwayNodeType(Strict):
+    """Where a priority class's jobs may run away from home, and at which priority."""
+
+    priority: StrictInt = Field(ge=0)
+    well_known_node_type_name: str = Field("", alias="wellKnownNodeTypeName")
+    node_types: list[AwayTypeEntry] = Field(default_factory=list, alias="nodeTypes")
+
+    @model_validator(mode="after")
+    def _names_a_type(self) -> AwayNodeType:
+        if not self.well_known_node_type_name and not self.node_types:
+            raise ValueError("give wellKnownNodeTypeName or nodeTypes (the node types it may use)")
+        return self
+
+    def entry(self) -> AwayEntry:
+        targets = (
+            [AwayTarget(self.well_known_node_type_name)] if self.well_known_node_type_name else []
+        )
+        targets += [
+            AwayTarget(
+                t.name, tuple(Condition(c.resource, c.operator, c.value) for c in t.conditions)
+            )
+            for t in self.node_types
+        ]
+        return AwayEntry(priority=self.priority, targets=tuple(targets))
+
+
 class SchedulingLimits(Strict):
     """The fields of ``scheduling`` that limit a round (mixed into ``config.Scheduling``)."""
 
@@ -136,6 +185,9 @@ class SchedulingLimits(Strict):
     )
     floating_resources: list[FloatingResource] = Field(
         default_factory=list, alias="floatingResources"
+    )
+    well_known_node_types: list[WellKnownNodeType] = Field(
+        default_factory=list, alias="wellKnownNodeTypes"
     )
 
     def to_schedule(self, pool: str) -> dict[str, float]:

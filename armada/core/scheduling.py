@@ -69,8 +69,10 @@ jobs that may be evicted), ``gangs`` and ``preemption`` (parts of the round's st
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from heapq import heappop, heappush
 
+from armada.core.away import AwayPlanner
 from armada.core.fairshare import weighted_cost
 from armada.core.gangs import GangMixin
 from armada.core.limits import (
@@ -158,9 +160,11 @@ class _Round(GangMixin, PreemptionMixin):
         result: RoundResult,
         max_leases: int,
         limits: LimitState,
+        away: AwayPlanner,
     ) -> None:
         self.result = result
         self.limits = limits
+        self.away = away
         self.capacity = capacity
         self.queue_state = queue_state
         self.max_leases = max_leases
@@ -276,7 +280,29 @@ class _Round(GangMixin, PreemptionMixin):
         reason = scan.reason()
         if reason == REASON_NO_RESOURCES and self.try_urgency(job, scan):
             return True
+        if self.away and self.try_away(job):
+            return True
         self.result.unschedulable[job.id] = reason
+        return False
+
+    def try_away(self, job: QueuedJob) -> bool:
+        """Place ``job`` on another node type (``core.away``): each of its class's away
+        options in order, with the option's tolerations and at its priority (which may
+        evict only less urgent jobs). The home reason stays the job's reason if none
+        works."""
+        index = self.index
+        for option in self.away.options(job.priority_class, job.requests.to_dict()):
+            away = replace(
+                job, tolerations=(*job.tolerations, *option.tolerations), urgency=option.priority
+            )
+            scan = index.scan(away, _shape(away))
+            view = index.first_fit(scan)
+            if view is not None:
+                self.place(away, view)
+            elif not (scan.reason() == REASON_NO_RESOURCES and self.try_urgency(away, scan)):
+                continue
+            self.result.away[job.id] = option
+            return True
         return False
 
 
@@ -303,10 +329,12 @@ def schedule_round(
     protected_fraction: float = 0.5,
     clock: Callable[[], float] | None = None,
     limits: RoundLimits | None = None,
+    away: AwayPlanner | None = None,
 ) -> RoundResult:
     """Place as many queued jobs as fit, fairly between queues. See the module docstring;
     ``limits`` (per queue and priority class, per round, per queue rate, floating resources)
-    are ``core.limits``'s.
+    are ``core.limits``'s; ``away``, where a class's jobs may run away from home
+    (``core.away``; lone jobs only, gangs stay home).
 
     Queued jobs come either as ``jobs`` (any order) or as ``queued`` (per queue, in order,
     pulled lazily) with ``gangs``; giving both raises ValueError. ``clock`` (seconds), if
@@ -328,7 +356,16 @@ def schedule_round(
                 total[r] = total.get(r, 0) + v
     capacity = total  # of the schedulable nodes
     limit_state = LimitState(limits or RoundLimits(), total, usage_by_class(running, queues))
-    state = _Round(nodes, queue_state, capacity, running, result, max_leases, limit_state)
+    state = _Round(
+        nodes,
+        queue_state,
+        capacity,
+        running,
+        result,
+        max_leases,
+        limit_state,
+        away or AwayPlanner({}, {}),
+    )
     allocated = state.allocated
     heap: list[tuple[float, str]] = []
     with_jobs: list[str] = []

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any
 
 from armada.core.quantity import Resources
 from armada.core.round_stats import RoundStats
@@ -169,6 +170,9 @@ class RoundResult:
     # For each preempted job, the queued job the room was made for.
     preempted_for: dict[str, str] = field(default_factory=dict)
     limit_reached: bool = False
+    # Jobs leased on another node type than their own (``core.away``): job id -> the option
+    # used (its tolerations and the priority the job runs at there).
+    away: dict[str, Any] = field(default_factory=dict)
     # Why the round stopped taking new jobs before its queues ran out, when a limit of
     # ``core.limits`` did (the job limit is ``limit_reached``).
     stopped_by: str = ""
