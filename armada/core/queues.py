@@ -1,12 +1,27 @@
 """Validation of queue definitions (a ``kind: Queue`` file, an API body or CLI flags).
 
-A queue's labels follow Kubernetes' rules for label keys and values (``core.labels``)."""
+A queue's labels follow Kubernetes' rules for label keys and values (``core.labels``).
+
+A queue's ``resourceLimitsByPriorityClassName`` (Armada's field of that name) caps the
+fraction of a pool's resources that the queue's jobs of one priority class may hold::
+
+    resourceLimitsByPriorityClassName:
+      armada-preemptible:
+        maximumResourceFraction: {cpu: 0.3, memory: 0.3}
+        maximumResourceFractionByPool:
+          gpu-pool: {maximumResourceFraction: {cpu: 0.1}}
+
+It is stored in that shape (camelCase keys, both keys of a class always present, fractions
+as floats). The priority-class and pool names must be configured ones; this module knows no
+configuration, so the caller passes the names in (``services.queues.queue_parse`` does).
+The scheduler merges a class's entry over the priority class's own limits
+(``core.limits.class_fractions``)."""
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +31,7 @@ from armada.core.labels import label_problems
 RFC1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 VERBS = ("submit", "cancel", "preempt", "reprioritize", "watch")
 SUBJECT_KINDS = ("User", "Group")
+LIMITS = "resourceLimitsByPriorityClassName"
 QUEUE_FIELDS = {
     "name",
     "priorityFactor",
@@ -25,14 +41,19 @@ QUEUE_FIELDS = {
     "labels",
     "cordoned",
     "retryPolicies",
+    LIMITS,
 }
+#: The keys of one priority class's entry in ``resourceLimitsByPriorityClassName``.
+FRACTION = "maximumResourceFraction"
+FRACTION_BY_POOL = "maximumResourceFractionByPool"
 #: Fields Armada still sends but no longer honours: accepted (their shape checked), ignored,
 #: and reported back as warnings (``queue_warnings``) so that the caller learns they did
-#: nothing. Per-queue limits by priority class are another field, and not one of these.
+#: nothing. Per-queue limits by priority class (``resourceLimitsByPriorityClassName``) are
+#: another field, stored and applied.
 IGNORED_FIELDS = {
     "resourceLimits": (
-        "is deprecated and ignored: per-queue resource limits are not applied; fair share "
-        "and priority factors divide the resources"
+        "is deprecated and ignored: limit a queue's share of a pool with "
+        "resourceLimitsByPriorityClassName instead"
     ),
 }
 
@@ -47,6 +68,8 @@ class QueueSpec:
     labels: dict[str, str] = field(default_factory=dict)
     cordoned: bool = False
     retry_policies: list[str] = field(default_factory=list)
+    #: priority class -> {maximumResourceFraction, maximumResourceFractionByPool} (see above)
+    resource_limits_by_priority_class_name: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def validate_name(name: Any, where: str = "name") -> list[FieldError]:
@@ -78,8 +101,17 @@ def _names(value: Any, where: str, errors: list[FieldError]) -> list[str]:
     return list(dict.fromkeys(value))
 
 
-def parse_queue(data: Any, *, partial: bool = False) -> dict[str, Any]:
-    """Validate a queue body; returns the fields given, in model names. ``partial`` for updates."""
+def parse_queue(
+    data: Any,
+    *,
+    partial: bool = False,
+    priority_classes: Collection[str] | None = None,
+    pools: Collection[str] | None = None,
+) -> dict[str, Any]:
+    """Validate a queue body; returns the fields given, in model names. ``partial`` for updates.
+
+    ``priority_classes`` and ``pools`` are the configured names that
+    ``resourceLimitsByPriorityClassName`` may use; None checks its shape alone."""
     if not isinstance(data, Mapping):
         raise ValidationFailed.one("", "a queue is a mapping")
     errors: list[FieldError] = []
@@ -88,7 +120,7 @@ def parse_queue(data: Any, *, partial: bool = False) -> dict[str, Any]:
             FieldError(str(key), f"unknown field; allowed: {', '.join(sorted(QUEUE_FIELDS))}")
         )
     if "resourceLimits" in data:
-        errors += _resource_fractions(data["resourceLimits"], "resourceLimits")
+        _resource_fractions(data["resourceLimits"], "resourceLimits", errors)
     out: dict[str, Any] = {}
     if "name" in data or not partial:
         errors += validate_name(data.get("name"))
@@ -124,6 +156,13 @@ def parse_queue(data: Any, *, partial: bool = False) -> dict[str, Any]:
             out["labels"] = dict(labels)
     if "permissions" in data:
         out["permissions"] = _permissions(data["permissions"], errors)
+    if LIMITS in data:
+        before = len(errors)
+        limits = limits_by_priority_class(
+            data[LIMITS], errors, priority_classes=priority_classes, pools=pools
+        )
+        if len(errors) == before:
+            out["resource_limits_by_priority_class_name"] = limits
     if errors:
         raise ValidationFailed(errors)
     return out
@@ -176,13 +215,17 @@ def _permissions(value: Any, errors: list[FieldError]) -> list[dict[str, Any]]:
     return out
 
 
-def _resource_fractions(value: Any, where: str) -> list[FieldError]:
-    """Armada's old ``resourceLimits``: resource name -> a fraction of the cluster (0 to 1)."""
+def _resource_fractions(value: Any, where: str, errors: list[FieldError]) -> dict[str, float]:
+    """Resource name -> a fraction (0 to 1): Armada's old ``resourceLimits`` and every
+    ``maximumResourceFraction``. None is no fractions."""
     if value is None:
-        return []
+        return {}
     if not isinstance(value, Mapping):
-        return [FieldError(where, "must be a mapping of resource names to fractions (0 to 1)")]
-    errors = []
+        errors.append(
+            FieldError(where, "must be a mapping of resource names to fractions (0 to 1)")
+        )
+        return {}
+    out = {}
     for name, fraction in value.items():
         if not isinstance(name, str) or not name:
             errors.append(FieldError(where, "resource names must be non-empty strings"))
@@ -193,7 +236,84 @@ def _resource_fractions(value: Any, where: str) -> list[FieldError]:
             or not 0 <= fraction <= 1
         ):
             errors.append(FieldError(f"{where}.{name}", "must be a number from 0 to 1"))
-    return errors
+        else:
+            out[name] = float(fraction)
+    return out
+
+
+def _entries(
+    value: Any, where: str, what: str, known: Collection[str] | None, errors: list[FieldError]
+) -> list[tuple[str, Mapping[str, Any]]]:
+    """The ``(name, mapping)`` entries of a mapping keyed by ``what`` names (priority class,
+    pool), each name non-empty and, when ``known`` is given, one of those; a None value is
+    an empty entry. Problems go to ``errors``."""
+    if value is None:
+        return []
+    if not isinstance(value, Mapping):
+        errors.append(FieldError(where, f"must be a mapping of {what} names to limits"))
+        return []
+    out = []
+    for name, entry in value.items():
+        if not isinstance(name, str) or not name:
+            errors.append(FieldError(where, f"{what} names must be non-empty strings"))
+            continue
+        if known is not None and name not in known:
+            listed = ", ".join(sorted(known)) or "none"
+            errors.append(FieldError(f"{where}.{name}", f"unknown {what}; configured: {listed}"))
+            continue
+        if entry is None:
+            entry = {}
+        if not isinstance(entry, Mapping):
+            errors.append(FieldError(f"{where}.{name}", "must be a mapping"))
+            continue
+        out.append((name, entry))
+    return out
+
+
+def _only_keys(
+    entry: Mapping[str, Any], allowed: tuple[str, ...], where: str, errors: list[FieldError]
+) -> None:
+    for key in sorted(set(entry) - set(allowed), key=str):
+        errors.append(FieldError(f"{where}.{key}", f"unknown field; allowed: {', '.join(allowed)}"))
+
+
+def limits_by_priority_class(
+    value: Any,
+    errors: list[FieldError],
+    *,
+    priority_classes: Collection[str] | None = None,
+    pools: Collection[str] | None = None,
+    where: str = LIMITS,
+) -> dict[str, dict[str, Any]]:
+    """``resourceLimitsByPriorityClassName`` in its stored shape (see the module docstring);
+    every problem goes to ``errors``, named by its full path
+    (``resourceLimitsByPriorityClassName.armada-preemptible.maximumResourceFraction.cpu``).
+
+    Rules: a mapping of priority-class name to an entry with only ``maximumResourceFraction``
+    and ``maximumResourceFractionByPool``; a fraction is a finite number from 0 to 1 (not a
+    boolean); resource, class and pool names are non-empty; class and pool names are among
+    ``priority_classes`` and ``pools`` when those are given; empty mappings and None (empty)
+    are fine at every level."""
+    out: dict[str, dict[str, Any]] = {}
+    for class_name, entry in _entries(value, where, "priority class", priority_classes, errors):
+        at = f"{where}.{class_name}"
+        _only_keys(entry, (FRACTION, FRACTION_BY_POOL), at, errors)
+        by_pool = {}
+        pool_entries = _entries(
+            entry.get(FRACTION_BY_POOL), f"{at}.{FRACTION_BY_POOL}", "pool", pools, errors
+        )
+        for pool, pool_entry in pool_entries:
+            pool_at = f"{at}.{FRACTION_BY_POOL}.{pool}"
+            _only_keys(pool_entry, (FRACTION,), pool_at, errors)
+            fractions = _resource_fractions(
+                pool_entry.get(FRACTION), f"{pool_at}.{FRACTION}", errors
+            )
+            by_pool[pool] = {FRACTION: fractions}
+        out[class_name] = {
+            FRACTION: _resource_fractions(entry.get(FRACTION), f"{at}.{FRACTION}", errors),
+            FRACTION_BY_POOL: by_pool,
+        }
+    return out
 
 
 def queue_warnings(data: Any) -> list[str]:

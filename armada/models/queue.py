@@ -42,7 +42,12 @@ class Queue(models.Model):
     ``owners``/``group_owners`` are user and group names (identities may come from outside
     Django); ``permissions`` is a list of ``{"subjects": [{"kind": "User"|"Group", "name"}],
     "verbs": [...]}``; ``retry_policies`` is the ordered list of policy names (only the first is
-    evaluated, the rest are kept).
+    evaluated, the rest are kept). ``resource_limits_by_priority_class_name`` is Armada's
+    ``resourceLimitsByPriorityClassName``, validated and normalised by
+    ``core.queues.limits_by_priority_class`` (priority class -> ``{"maximumResourceFraction":
+    {resource: fraction}, "maximumResourceFractionByPool": {pool: {"maximumResourceFraction":
+    {...}}}}``), always in that shape (``{}`` for none); the scheduler merges a class's entry
+    over the priority class's own limits (``core.limits.class_fractions``).
     """
 
     name = models.CharField(max_length=63, unique=True, validators=[RFC1123_LABEL])
@@ -53,6 +58,7 @@ class Queue(models.Model):
     labels = models.JSONField(default=dict, blank=True)
     cordoned = models.BooleanField(default=False)
     retry_policies = models.JSONField(default=list, blank=True)
+    resource_limits_by_priority_class_name = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
 

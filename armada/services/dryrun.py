@@ -7,18 +7,17 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from armada.core.queues import parse_queue
 from armada.models import Queue, RetryPolicy
 from armada.services.authz import require_global
 from armada.services.errors import Conflict, ValidationFailed
 from armada.services.policies import policy_validate
-from armada.services.queues import default_owners
+from armada.services.queues import default_owners, queue_parse
 
 
 def queue_create_check(*, actor: Any, data: Any, now: datetime) -> Queue:
     """The queue ``queue_create`` would store, unsaved; raises what it would raise."""
     require_global(actor, "create_queue", "create queues")
-    fields = parse_queue(data)
+    fields = queue_parse(data)
     if not fields.get("owners") and not fields.get("group_owners"):
         fields.update(default_owners(actor))
     names = fields.get("retry_policies", [])

@@ -6,6 +6,7 @@ import logging
 from datetime import datetime
 from typing import Any
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from armada.core.errors import FieldError, ValidationFailed
@@ -26,6 +27,20 @@ def default_owners(actor: Any) -> dict[str, list[str]]:
     if getattr(actor, "is_authenticated", False):
         return {"owners": [actor.get_username()]}
     return {"group_owners": sorted(getattr(actor, "anonymous_groups", ()))}
+
+
+def queue_parse(data: Any, *, partial: bool = False) -> dict[str, Any]:
+    """``core.queues.parse_queue`` with this installation's priority classes and pools, the
+    names a queue's ``resourceLimitsByPriorityClassName`` may use (``scheduling.
+    priorityClasses`` and ``scheduling.pools``). Every surface that takes a queue body (the
+    REST and wire APIs, dry runs, the admin) validates it here."""
+    scheduling = settings.ARMADA.scheduling
+    return parse_queue(
+        data,
+        partial=partial,
+        priority_classes=list(scheduling.priority_classes),
+        pools=[pool.name for pool in scheduling.pools],
+    )
 
 
 def _log_warnings(actor: Any, name: Any, data: Any) -> None:
@@ -68,7 +83,7 @@ def _check_policies(names: list[str]) -> None:
 def queue_create(*, actor: Any, data: Any, now: datetime) -> Queue:
     """Create a queue. With no owners given, the creator becomes its owner."""
     require_global(actor, "create_queue", "create queues")
-    fields = parse_queue(data)
+    fields = queue_parse(data)
     _log_warnings(actor, fields["name"], data)
     if not fields.get("owners") and not fields.get("group_owners"):
         fields.update(default_owners(actor))
@@ -83,7 +98,7 @@ def queue_create(*, actor: Any, data: Any, now: datetime) -> Queue:
 def queue_update(*, actor: Any, name: str, data: Any, now: datetime) -> Queue:
     """Change the fields given; the name cannot change."""
     require_global(actor, "create_queue", "update queues")
-    fields = parse_queue(data, partial=True)
+    fields = queue_parse(data, partial=True)
     _log_warnings(actor, name, data)
     if fields.get("name", name) != name:
         raise ValidationFailed([FieldError("name", "a queue cannot be renamed")])

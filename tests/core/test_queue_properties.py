@@ -36,6 +36,7 @@ BODY_NAMES = {
     "priority_factor": "priorityFactor",
     "group_owners": "groupOwners",
     "retry_policies": "retryPolicies",
+    "resource_limits_by_priority_class_name": "resourceLimitsByPriorityClassName",
 }
 
 _ALNUM = "abcdefghijklmnopqrstuvwxyz0123456789"

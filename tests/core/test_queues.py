@@ -7,7 +7,13 @@ import math
 import pytest
 
 from armada.core.errors import ValidationFailed
-from armada.core.queues import VERBS, QueueSpec, parse_queue, queue_warnings, validate_name
+from armada.core.queues import (
+    VERBS,
+    QueueSpec,
+    parse_queue,
+    queue_warnings,
+    validate_name,
+)
 
 
 def grant(*subjects: tuple[str, str], verbs: list[str] | None = None) -> dict:
@@ -348,3 +354,196 @@ def test_ignored_fields_are_accepted_not_returned_and_warned_about(data, warned)
 )
 def test_ignored_resource_limits_must_still_be_well_formed(limits, field):
     assert field in fields_of({"name": "q", "resourceLimits": limits})
+
+
+# --- resourceLimitsByPriorityClassName ----------------------------------------------------------
+
+LIMITS = "resourceLimitsByPriorityClassName"
+PC = "armada-preemptible"
+KNOWN = {"priority_classes": ["armada-default", PC], "pools": ["default", "gpu-pool"]}
+
+
+def limits_of(value, **kw) -> dict:
+    return parse_queue({"name": "q", LIMITS: value}, **(KNOWN | kw))[
+        "resource_limits_by_priority_class_name"
+    ]
+
+
+ACCEPTED_LIMITS = [
+    ("empty", {}, {}),
+    ("null", None, {}),
+    (
+        "armada-shaped",
+        {
+            PC: {
+                "maximumResourceFraction": {"cpu": 0.3, "memory": 0.3},
+                "maximumResourceFractionByPool": {
+                    "gpu-pool": {"maximumResourceFraction": {"cpu": 0.1}}
+                },
+            }
+        },
+        {
+            PC: {
+                "maximumResourceFraction": {"cpu": 0.3, "memory": 0.3},
+                "maximumResourceFractionByPool": {
+                    "gpu-pool": {"maximumResourceFraction": {"cpu": 0.1}}
+                },
+            }
+        },
+    ),
+    (
+        "keys-filled-in-ints-to-floats",
+        {PC: {"maximumResourceFraction": {"nvidia.com/gpu": 1, "cpu": 0}}},
+        {
+            PC: {
+                "maximumResourceFraction": {"nvidia.com/gpu": 1.0, "cpu": 0.0},
+                "maximumResourceFractionByPool": {},
+            }
+        },
+    ),
+    (
+        "empty-entries",
+        {PC: {}, "armada-default": None},
+        {
+            PC: {"maximumResourceFraction": {}, "maximumResourceFractionByPool": {}},
+            "armada-default": {"maximumResourceFraction": {}, "maximumResourceFractionByPool": {}},
+        },
+    ),
+    (
+        "empty-pool-entry",
+        {PC: {"maximumResourceFraction": None, "maximumResourceFractionByPool": {"default": {}}}},
+        {
+            PC: {
+                "maximumResourceFraction": {},
+                "maximumResourceFractionByPool": {"default": {"maximumResourceFraction": {}}},
+            }
+        },
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("value", "stored"),
+    [case[1:] for case in ACCEPTED_LIMITS],
+    ids=[case[0] for case in ACCEPTED_LIMITS],
+)
+def test_limits_by_priority_class_are_normalised(value, stored):
+    assert limits_of(value) == stored
+    assert limits_of(stored) == stored  # the stored shape is a valid body
+
+
+def frac(value, resource: str = "cpu") -> dict:
+    return {PC: {"maximumResourceFraction": {resource: value}}}
+
+
+def pool_frac(value, pool: str = "gpu-pool") -> dict:
+    return {
+        PC: {"maximumResourceFractionByPool": {pool: {"maximumResourceFraction": {"cpu": value}}}}
+    }
+
+
+AT = f"{LIMITS}.{PC}"
+LIMIT_ERRORS = [
+    ("not-a-mapping", ["x"], LIMITS, "must be a mapping of priority class names"),
+    ("entry-not-a-mapping", {PC: 0.5}, AT, "must be a mapping"),
+    ("empty-class-name", {"": {}}, LIMITS, "priority class names must be non-empty"),
+    (
+        "unknown-class",
+        {"armada-urgent": {}},
+        f"{LIMITS}.armada-urgent",
+        "unknown priority class; configured: armada-default, armada-preemptible",
+    ),
+    (
+        "unknown-key",
+        {PC: {"maximumResourceFractions": {}}},
+        f"{AT}.maximumResourceFractions",
+        "unknown field; allowed: maximumResourceFraction, maximumResourceFractionByPool",
+    ),
+    ("over-one", frac(1.01), f"{AT}.maximumResourceFraction.cpu", "must be a number from 0 to 1"),
+    ("negative", frac(-0.1), f"{AT}.maximumResourceFraction.cpu", "must be a number from 0 to 1"),
+    ("bool", frac(True), f"{AT}.maximumResourceFraction.cpu", "must be a number from 0 to 1"),
+    ("string", frac("0.3"), f"{AT}.maximumResourceFraction.cpu", "must be a number from 0 to 1"),
+    ("nan", frac(math.nan), f"{AT}.maximumResourceFraction.cpu", "must be a number from 0 to 1"),
+    ("inf", frac(math.inf), f"{AT}.maximumResourceFraction.cpu", "must be a number from 0 to 1"),
+    ("huge-int", frac(10**400), f"{AT}.maximumResourceFraction.cpu", "from 0 to 1"),
+    ("empty-resource", frac(0.5, ""), f"{AT}.maximumResourceFraction", "resource names must be"),
+    (
+        "fractions-not-a-mapping",
+        {PC: {"maximumResourceFraction": 0.3}},
+        f"{AT}.maximumResourceFraction",
+        "must be a mapping of resource names to fractions",
+    ),
+    (
+        "by-pool-not-a-mapping",
+        {PC: {"maximumResourceFractionByPool": ["gpu-pool"]}},
+        f"{AT}.maximumResourceFractionByPool",
+        "must be a mapping of pool names",
+    ),
+    (
+        "empty-pool-name",
+        pool_frac(0.1, ""),
+        f"{AT}.maximumResourceFractionByPool",
+        "pool names must be non-empty",
+    ),
+    (
+        "unknown-pool",
+        pool_frac(0.1, "cpu-pool"),
+        f"{AT}.maximumResourceFractionByPool.cpu-pool",
+        "unknown pool; configured: default, gpu-pool",
+    ),
+    (
+        "pool-fraction-over-one",
+        pool_frac(2),
+        f"{AT}.maximumResourceFractionByPool.gpu-pool.maximumResourceFraction.cpu",
+        "must be a number from 0 to 1",
+    ),
+    (
+        "pool-without-its-key",
+        {PC: {"maximumResourceFractionByPool": {"gpu-pool": {"cpu": 0.1}}}},
+        f"{AT}.maximumResourceFractionByPool.gpu-pool.cpu",
+        "unknown field; allowed: maximumResourceFraction",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("value", "field", "message"),
+    [case[1:] for case in LIMIT_ERRORS],
+    ids=[case[0] for case in LIMIT_ERRORS],
+)
+def test_limit_errors_name_the_full_path(value, field, message):
+    errors = errors_of({"name": "q", LIMITS: value}, **KNOWN)
+    assert errors == [(field, errors[0][1])]
+    assert message in errors[0][1]
+
+
+def test_every_limit_problem_is_reported_with_the_queues_own():
+    value = {PC: {"maximumResourceFraction": {"cpu": 2, "memory": -1}}, "nope": {}}
+    assert fields_of({"name": "q", "priorityFactor": 0, LIMITS: value}, **KNOWN) == [
+        "priorityFactor",
+        f"{LIMITS}.nope",
+        f"{AT}.maximumResourceFraction.cpu",
+        f"{AT}.maximumResourceFraction.memory",
+    ]
+
+
+def test_without_configured_names_only_the_shape_is_checked():
+    value = {"any-class": {"maximumResourceFractionByPool": {"any-pool": {}}}}
+    assert parse_queue({"name": "q", LIMITS: value})["resource_limits_by_priority_class_name"]
+    assert fields_of({"name": "q", LIMITS: value}, priority_classes=[], pools=[]) == [
+        f"{LIMITS}.any-class"
+    ]
+    assert errors_of({"name": "q", LIMITS: {"x": {}}}, priority_classes=[])[0][1].endswith(
+        "configured: none"
+    )
+
+
+def test_partial_update_takes_limits_only_when_given():
+    assert parse_queue({}, partial=True, **KNOWN) == {}
+    assert parse_queue({LIMITS: None}, partial=True, **KNOWN) == {
+        "resource_limits_by_priority_class_name": {}
+    }
+
+
+def test_limits_are_a_queue_spec_field():
+    assert QueueSpec(name="q").resource_limits_by_priority_class_name == {}

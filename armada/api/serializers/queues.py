@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rest_framework import serializers
 
 from armada.api.serializers.fields import label_field
@@ -9,10 +11,49 @@ from armada.core.queues import SUBJECT_KINDS, VERBS
 from armada.models import Queue
 
 
+def _fractions(**kwargs: Any) -> serializers.DictField:
+    return serializers.DictField(
+        child=serializers.FloatField(min_value=0, max_value=1),
+        help_text="resource name -> the largest fraction (0 to 1) of the pool's resources",
+        **kwargs,
+    )
+
+
+class PoolResourceLimitsSerializer(serializers.Serializer):
+    """Armada's ``PriorityClassPoolResourceLimits``."""
+
+    maximumResourceFraction = _fractions()
+
+
+class PriorityClassResourceLimitsSerializer(serializers.Serializer):
+    """Armada's ``PriorityClassResourceLimits``: a queue's limits for one priority class."""
+
+    maximumResourceFraction = _fractions(required=False)
+    maximumResourceFractionByPool = serializers.DictField(
+        child=PoolResourceLimitsSerializer(),
+        required=False,
+        help_text="pool name -> limits there, over maximumResourceFraction per resource",
+    )
+
+
+def limits_field(**kwargs: Any) -> serializers.DictField:
+    """``resourceLimitsByPriorityClassName``: priority class name -> its limits."""
+    return serializers.DictField(
+        child=PriorityClassResourceLimitsSerializer(),
+        help_text="priority class name -> the largest fractions of a pool the queue's jobs "
+        "of that class may hold, over the class's own maximumResourceFractionPerQueue; {} "
+        "for none. Classes and pools must be configured ones",
+        **kwargs,
+    )
+
+
 class QueueSerializer(serializers.ModelSerializer):
     priorityFactor = serializers.FloatField(source="priority_factor")
     groupOwners = serializers.JSONField(source="group_owners")
     retryPolicies = serializers.JSONField(source="retry_policies")
+    resourceLimitsByPriorityClassName = limits_field(
+        source="resource_limits_by_priority_class_name"
+    )
     createdAt = serializers.DateTimeField(source="created_at")
     updatedAt = serializers.DateTimeField(source="updated_at")
 
@@ -27,6 +68,7 @@ class QueueSerializer(serializers.ModelSerializer):
             "labels",
             "cordoned",
             "retryPolicies",
+            "resourceLimitsByPriorityClassName",
             "createdAt",
             "updatedAt",
         ]
@@ -54,6 +96,7 @@ class QueueInputSerializer(serializers.Serializer):
     labels = serializers.DictField(child=serializers.CharField(allow_blank=True), required=False)
     cordoned = serializers.BooleanField(required=False)
     retryPolicies = serializers.ListField(child=serializers.CharField(), required=False)
+    resourceLimitsByPriorityClassName = limits_field(required=False)
     resourceLimits = serializers.DictField(
         child=serializers.FloatField(min_value=0, max_value=1),
         required=False,
