@@ -1,6 +1,6 @@
 """Armada's ``api.Queue`` message and our queues, both ways.
 
-Incoming, a message becomes the body our queue services take (``core.queues.parse_queue``
+Incoming, a message becomes the body our queue services take (``services.queues.queue_parse``
 validates it), and the field errors those services raise are renamed to Armada's spelling
 (:func:`armada_field_names`). The mapping:
 
@@ -18,8 +18,11 @@ validates it), and the field errors those services raise are renamed to Armada's
 ``resourceLimits``                  deprecated in Armada and ignored here too: accepted (each
                                     value a fraction from 0 to 1), not stored, and logged as a
                                     warning (``core.queues.IGNORED_FIELDS``)
-``resourceLimitsByPriorityClass``   not supported (per-queue limits by priority class are not
-``Name``                            applied): INVALID_ARGUMENT naming the field unless empty
+``resourceLimitsByPriorityClass``   priority class -> ``maximumResourceFraction`` (resource ->
+``Name``                            fraction, 0 to 1) and ``maximumResourceFractionByPool``
+                                    (pool -> ``{maximumResourceFraction}``): stored, both ways;
+                                    a configured class and pool each, or INVALID_ARGUMENT
+                                    naming the field's path
 ==================================  ===========================================================
 
 Outgoing, a queue is written with every field above that it has (``labelsDeprecated`` stays
@@ -36,13 +39,11 @@ from typing import Any
 from armada_client.armada import submit_pb2
 
 from armada.core.errors import FieldError, ValidationFailed
-from armada.core.queues import parse_queue
+from armada.core.queues import FRACTION, FRACTION_BY_POOL, LIMITS
 from armada.models import Queue
+from armada.services.queues import queue_parse
 
 DEFAULT_PRIORITY_FACTOR = 1.0
-_UNSUPPORTED = {
-    "resourceLimitsByPriorityClassName": "resource_limits_by_priority_class_name",
-}
 _RENAMED = {"owners": "userOwners"}
 
 
@@ -63,19 +64,10 @@ def _deprecated_labels(
 def queue_body(message: submit_pb2.Queue) -> dict[str, Any]:
     """The body of our queue services for ``message`` (every field, as Armada's create and
     update both replace the whole queue). Raises ValidationFailed, in Armada's field names,
-    when the message has something we cannot take (limits by priority class, a malformed
-    ``labelsDeprecated`` entry), listing the body's own problems too. ``resourceLimits`` goes
-    into the body when given, where the queue services check it, ignore it and log it."""
+    when the message has something we cannot take (a malformed ``labelsDeprecated`` entry),
+    listing the body's own problems too. ``resourceLimits`` goes into the body when given,
+    where the queue services check it, ignore it and log it."""
     errors: list[FieldError] = []
-    for name, attribute in _UNSUPPORTED.items():
-        if len(getattr(message, attribute)):
-            errors.append(
-                FieldError(
-                    name,
-                    "is not supported: per-queue limits by priority class are not applied; "
-                    "leave it empty (fair share and priority factors divide the resources)",
-                )
-            )
     deprecated = _deprecated_labels(message, errors)
     labels = {key: value for key, (value, _) in deprecated.items()} | dict(message.labels)
     body = {
@@ -93,12 +85,22 @@ def queue_body(message: submit_pb2.Queue) -> dict[str, Any]:
         "labels": labels,
         "cordoned": message.cordoned,
         "retryPolicies": list(message.retry_policies),
+        LIMITS: {
+            name: {
+                FRACTION: dict(limits.maximum_resource_fraction),
+                FRACTION_BY_POOL: {
+                    pool: {FRACTION: dict(pool_limits.maximum_resource_fraction)}
+                    for pool, pool_limits in limits.maximum_resource_fraction_by_pool.items()
+                },
+            }
+            for name, limits in message.resource_limits_by_priority_class_name.items()
+        },
     }
     if message.resource_limits:
         body["resourceLimits"] = dict(message.resource_limits)
     if errors:
         try:
-            parse_queue(body)
+            queue_parse(body)
         except ValidationFailed as exc:
             errors += armada_field_names(exc.errors, message)
         raise ValidationFailed(errors)
@@ -153,4 +155,16 @@ def queue_message(queue: Queue) -> submit_pb2.Queue:
         cordoned=queue.cordoned,
         labels=queue.labels or {},
         retry_policies=queue.retry_policies or [],
+        resource_limits_by_priority_class_name={
+            name: submit_pb2.PriorityClassResourceLimits(
+                maximum_resource_fraction=limits.get(FRACTION) or {},
+                maximum_resource_fraction_by_pool={
+                    pool: submit_pb2.PriorityClassPoolResourceLimits(
+                        maximum_resource_fraction=pool_limits.get(FRACTION) or {}
+                    )
+                    for pool, pool_limits in (limits.get(FRACTION_BY_POOL) or {}).items()
+                },
+            )
+            for name, limits in (queue.resource_limits_by_priority_class_name or {}).items()
+        },
     )

@@ -153,16 +153,16 @@ BAD_QUEUES = [
     ("resource-limit-over-one", Q(name="a", resource_limits={"cpu": 1.5}), "resourceLimits.cpu"),
     ("resource-limit-negative", Q(name="a", resource_limits={"gpu": -0.1}), "resourceLimits.gpu"),
     (
-        "resource-limits-by-priority-class",
+        "resource-limits-by-unknown-priority-class",
         Q(
             name="a",
             resource_limits_by_priority_class_name={
-                "armada-default": submit_pb2.PriorityClassResourceLimits(
+                "armada-urgent": submit_pb2.PriorityClassResourceLimits(
                     maximum_resource_fraction={"cpu": 0.5}
                 )
             },
         ),
-        "resourceLimitsByPriorityClassName",
+        "resourceLimitsByPriorityClassName.armada-urgent",
     ),
 ]
 
@@ -181,19 +181,28 @@ def test_a_bad_queue_is_invalid_argument_naming_the_field_and_writes_nothing(
     assert not Queue.objects.exists()
 
 
-def test_every_problem_is_named_at_once_with_the_unsupported_ones(admin_user):
+def test_every_problem_is_named_at_once_with_the_messages_own(admin_user):
     limits = {
         "armada-default": submit_pb2.PriorityClassResourceLimits(
-            maximum_resource_fraction={"cpu": 0.5}
+            maximum_resource_fraction={"cpu": 1.5}
         )
     }
     with pytest.raises(ValidationFailed) as raised:
         call(
             "CreateQueue",
             admin_user,
-            Q(name="a", priority_factor=0.1, resource_limits_by_priority_class_name=limits),
+            Q(
+                name="a",
+                priority_factor=0.1,
+                labels_deprecated=["team"],
+                resource_limits_by_priority_class_name=limits,
+            ),
         )
-    assert fields_of(raised.value) == {"resourceLimitsByPriorityClassName", "priorityFactor"}
+    assert fields_of(raised.value) == {
+        "labelsDeprecated[0]",
+        "resourceLimitsByPriorityClassName.armada-default.maximumResourceFraction.cpu",
+        "priorityFactor",
+    }
 
 
 @pytest.mark.parametrize("method", ["CreateQueue", "UpdateQueue"])
