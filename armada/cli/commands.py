@@ -23,7 +23,6 @@ from armada.cli.output import (
     render_scheduling,
 )
 from armada.cli.policyfile import load_policy_file
-from armada.cli.resourcefile import load_resources
 from armada.cli.watch import JobSetTracker, run_watch
 
 __all__ = ["EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "PROG"]
@@ -132,7 +131,7 @@ def _policy_line(verb: str, policy: Mapping[str, Any], document: Mapping[str, An
     return f"{verb} retry policy {name}" + (f" (version {version})" if version is not None else "")
 
 
-def _warn(policy: Mapping[str, Any]) -> None:
+def print_warnings(policy: Mapping[str, Any]) -> None:
     """The server's warnings about a policy it saved or checked, on stderr."""
     for warning in policy.get("warnings") or []:
         print(f"warning: {warning.get('field')}: {warning.get('message')}", file=sys.stderr)
@@ -142,7 +141,7 @@ def cmd_create_retry_policy(args: argparse.Namespace) -> int:
     document = load_policy_file(args.file)
     dry_run = getattr(args, "dry_run", False)
     policy = make_client(args).create_retry_policy(document, dry_run=dry_run)
-    _warn(policy)
+    print_warnings(policy)
     if dry_run:
         out(
             f"Retry policy {policy.get('name') or document.get('name')} is valid "
@@ -153,49 +152,10 @@ def cmd_create_retry_policy(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def cmd_create_from_file(args: argparse.Namespace) -> int:
-    """``create -f FILE``: every document of the file, in order. Stops at the first one the
-    server refuses (those before it stay created, and are listed). With ``--dry-run`` every
-    document is checked by the server and nothing is created."""
-    if not args.file:
-        raise ApiError("give a RESOURCE (queue, retry-policy) or -f FILE")
-    resources = load_resources(args.file)
-    client = make_client(args)
-    done: list[str] = []
-    policies_in_file: set[str] = set()
-    for resource in resources:
-        label = f"{'queue' if resource.kind == 'Queue' else 'retry policy'} {resource.name}"
-        try:
-            if resource.kind == "Queue":
-                body = resource.body
-                named = body.get("retryPolicies")
-                if args.dry_run and isinstance(named, list):
-                    # A policy created earlier in this file does not exist yet in a dry
-                    # run; the server checks the other names.
-                    body = {
-                        **body,
-                        "retryPolicies": [p for p in named if p not in policies_in_file],
-                    }
-                client.create_queue(body, dry_run=args.dry_run)
-            else:
-                _warn(client.create_retry_policy(resource.body, dry_run=args.dry_run))
-                policies_in_file.add(resource.name)
-        except ApiError as exc:
-            before = f" ({', '.join(done)} {'checked' if args.dry_run else 'created'} before it)"
-            raise ApiError(
-                f"{label}: {exc.message}" + (before if done else ""), exc.errors, exc.status
-            ) from None
-        done.append(label)
-        out(f"{label[0].upper()}{label[1:]} is valid" if args.dry_run else f"Created {label}")
-    if args.dry_run:
-        out("Dry run: nothing was created.")
-    return EXIT_OK
-
-
 def cmd_update_retry_policy(args: argparse.Namespace) -> int:
     document = load_policy_file(args.file, need_name=True)
     policy = make_client(args).update_retry_policy(document["name"], document)
-    _warn(policy)
+    print_warnings(policy)
     out(_policy_line("Updated", policy, document))
     return EXIT_OK
 

@@ -72,7 +72,39 @@ def render_queues(queues: Sequence[Mapping[str, Any]], fmt: str) -> str:
 
 
 def render_queue(queue: Mapping[str, Any], fmt: str) -> str:
-    return render_queues_table([queue]) if fmt == "table" else render_data(dict(queue), fmt)
+    """One queue: its row, then its limits by priority class when it has any."""
+    if fmt != "table":
+        return render_data(dict(queue), fmt)
+    table = render_queues_table([queue])
+    limits = queue.get("resourceLimitsByPriorityClassName")
+    if not isinstance(limits, Mapping) or not limits:
+        return table
+    lines = [f"  {name}: {class_limits_text(entry)}" for name, entry in limits.items()]
+    return "\n".join([table, "", "Resource limits by priority class:", *lines])
+
+
+def _percent(fraction: Any) -> str:
+    return f"{fraction * 100:.4g}%" if isinstance(fraction, int | float) else str(fraction)
+
+
+def _fractions_text(fractions: Any) -> str:
+    if not isinstance(fractions, Mapping):
+        return ""
+    return ", ".join(f"{resource} {_percent(f)}" for resource, f in fractions.items())
+
+
+def class_limits_text(entry: Any) -> str:
+    """A queue's limits for one priority class, for people: ``cpu 30%, memory 30%; in pool
+    gpu-pool: cpu 10%`` (``none`` when it sets no fraction)."""
+    if not isinstance(entry, Mapping):
+        return str(entry)
+    parts = [_fractions_text(entry.get("maximumResourceFraction"))]
+    by_pool = entry.get("maximumResourceFractionByPool")
+    for pool, pool_entry in by_pool.items() if isinstance(by_pool, Mapping) else ():
+        if isinstance(pool_entry, Mapping):
+            text = _fractions_text(pool_entry.get("maximumResourceFraction"))
+            parts.append(f"in pool {pool}: {text or 'none'}")
+    return "; ".join(p for p in parts if p) or "none"
 
 
 def timestamp_cell(value: Any) -> str:

@@ -29,11 +29,7 @@ from armada.cli.parser_common import (
 from armada.cli.parser_jobs import add_job_commands
 from armada.cli.parser_queues import add_queue_commands
 from armada.cli.parser_reports import add_report_commands
-from armada.cli.parser_resources import (
-    RESOURCE_FILE_HELP,
-    add_create_from_file,
-    add_policy_commands,
-)
+from armada.cli.parser_resources import add_file_groups, add_policy_commands
 
 __all__ = [
     "ArgumentParser",
@@ -104,16 +100,7 @@ def build_parser() -> ArgumentParser:
     )
     add_global_options(parser, suppress=False)
     tree = CommandTree(parser)
-    create = tree.group(
-        "create",
-        "Create a resource, or every resource in a file (-f FILE).",
-        required=False,
-        global_options=True,
-        epilog=RESOURCE_FILE_HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    add_create_from_file(create)
-    tree.group("update", "Change a resource.")
+    add_file_groups(tree)
     tree.group("delete", "Delete a resource.")
     tree.group("cordon", "Stop new work: cordon queues or an executor; running jobs carry on.")
     tree.group("uncordon", "Uncordon queues or an executor: they take new work again.")

@@ -103,8 +103,15 @@ def _add_queue_fields(parser: argparse.ArgumentParser, *, update: bool) -> None:
     )
 
 
+NESTED_FIELDS_HELP = """A queue's permissions and resourceLimitsByPriorityClassName have no flags: write
+them in a queue file (kind: Queue) and send it with `armadactl {verb} -f FILE`
+(`armadactl {verb} --help` shows the file's shape)."""
+
+
 def add_queue_commands(tree: CommandTree) -> None:
-    create = tree.leaf("create", "queue", "Create a queue.")
+    create = tree.leaf(
+        "create", "queue", "Create a queue.", epilog=NESTED_FIELDS_HELP.format(verb="create")
+    )
     create.add_argument("name", metavar="NAME", help="queue name (a lower-case RFC 1123 label)")
     _add_queue_fields(create, update=False)
     create.add_argument(
@@ -123,6 +130,7 @@ def add_queue_commands(tree: CommandTree) -> None:
         "update",
         "queue",
         "Change a queue: only the fields given are sent (the rest stay as they are).",
+        epilog=NESTED_FIELDS_HELP.format(verb="update"),
     )
     update.add_argument("name", metavar="NAME")
     _add_queue_fields(update, update=True)

@@ -1,5 +1,5 @@
-"""``armadactl`` commands for resource documents: ``create -f FILE`` (queues and retry
-policies in one file) and the retry-policy commands."""
+"""``armadactl`` commands for resource documents: ``create -f FILE`` and ``update -f FILE``
+(queues and retry policies in one file) and the retry-policy commands."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ import argparse
 from armada.cli.output import DOCUMENT_FORMATS
 from armada.cli.parser_common import ArgumentParser, CommandTree, add_output_option, lazy
 
+cmd_create_from_file, cmd_update_from_file = lazy(
+    "file_commands", "cmd_create_from_file", "cmd_update_from_file"
+)
 (
-    cmd_create_from_file,
     cmd_create_retry_policy,
     cmd_delete_retry_policy,
     cmd_get_retry_policies,
@@ -17,7 +19,6 @@ from armada.cli.parser_common import ArgumentParser, CommandTree, add_output_opt
     cmd_update_retry_policy,
 ) = lazy(
     "commands",
-    "cmd_create_from_file",
     "cmd_create_retry_policy",
     "cmd_delete_retry_policy",
     "cmd_get_retry_policies",
@@ -34,6 +35,11 @@ kind, Queue or RetryPolicy:
   priorityFactor: 2
   owners: [alice]
   retryPolicies: [ml-training-retries]
+  resourceLimitsByPriorityClassName:
+    armada-preemptible:
+      maximumResourceFraction: {cpu: 0.3, memory: 0.3}
+      maximumResourceFractionByPool:
+        gpu-pool: {maximumResourceFraction: {cpu: 0.1}}
   ---
   apiVersion: armadaproject.io/v1beta1
   kind: RetryPolicy
@@ -41,9 +47,27 @@ kind, Queue or RetryPolicy:
   retryLimit: 3
   defaultAction: Fail
 
+A queue's permissions and resourceLimitsByPriorityClassName (per priority class, the
+largest fraction of a pool's resources its jobs may hold; configured classes and pools
+only) have no flags: set them in a file.
+"""
+
+CREATE_FILE_HELP = (
+    RESOURCE_FILE_HELP
+    + """
 The documents are created in order; the first one the server refuses stops the command
 (exit 1). With --dry-run the server checks each one and nothing is created.
 """
+)
+
+UPDATE_FILE_HELP = (
+    RESOURCE_FILE_HELP
+    + """
+The documents are sent in order; the first one the server refuses stops the command
+(exit 1). A queue gets the fields its document has, the others stay as they are (as with
+update queue); a retry policy is replaced by its document (as with update retry-policy).
+"""
+)
 
 POLICY_FILE_HELP = """FILE is YAML or JSON (- for standard input) holding one retry policy:
 
@@ -64,20 +88,34 @@ back with `armadactl update retry-policy -f FILE`.
 """
 
 
-def add_create_from_file(create: argparse.ArgumentParser) -> None:
-    """``create -f FILE [--dry-run]``: the options of the ``create`` group itself."""
-    create.add_argument(
-        "-f",
-        "--file",
-        metavar="FILE",
-        help="queues and retry policies to create (kind: Queue | RetryPolicy); - for stdin",
-    )
-    create.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="have the server check everything; create nothing",
-    )
-    create.set_defaults(handler=cmd_create_from_file)
+def add_file_groups(tree: CommandTree) -> None:
+    """The ``create`` and ``update`` groups, each of which also takes ``-f FILE`` itself
+    (every document of a resource file; ``create`` with ``--dry-run``)."""
+    for verb, summary, change, epilog, handler in (
+        ("create", "Create a resource", "create", CREATE_FILE_HELP, cmd_create_from_file),
+        ("update", "Change a resource", "change", UPDATE_FILE_HELP, cmd_update_from_file),
+    ):
+        group = tree.group(
+            verb,
+            f"{summary}, or every resource in a file (-f FILE).",
+            required=False,
+            global_options=True,
+            epilog=epilog,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        group.add_argument(
+            "-f",
+            "--file",
+            metavar="FILE",
+            help=f"queues and retry policies to {change} (kind: Queue | RetryPolicy); - for stdin",
+        )
+        if verb == "create":
+            group.add_argument(
+                "--dry-run",
+                action="store_true",
+                help="have the server check everything; create nothing",
+            )
+        group.set_defaults(handler=handler)
 
 
 def _policy_leaf(tree: CommandTree, group: str, help_text: str) -> ArgumentParser:

@@ -4,7 +4,8 @@ A YAML file may hold several documents separated by ``---``; a ``.json`` file ho
 document (or a list of them). Each document is a mapping whose ``kind`` says what it is:
 
 - ``Queue``: the body of ``POST /api/v1/queues`` (``name``, ``priorityFactor``, ``owners``,
-  ``groupOwners``, ``permissions``, ``labels``, ``cordoned``, ``retryPolicies``);
+  ``groupOwners``, ``permissions``, ``labels``, ``cordoned``, ``retryPolicies``,
+  ``resourceLimitsByPriorityClassName``);
 - ``RetryPolicy``: a retry policy, as for ``create retry-policy -f``.
 
 Locally only the shape is checked (a mapping, a known kind, a name, JSON-safe values);
