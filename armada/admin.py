@@ -15,7 +15,7 @@ from armada import admin_executor_credentials  # noqa: F401 (registers its Model
 from armada.auth_forms import AdminLoginForm
 from armada.core.errors import ValidationFailed
 from armada.core.policy import parse_policy
-from armada.core.queues import parse_queue
+from armada.core.queues import LIMITS
 from armada.models import (
     ApiToken,
     Event,
@@ -30,6 +30,7 @@ from armada.models import (
 )
 from armada.services import policies as policy_services
 from armada.services.errors import Conflict
+from armada.services.queues import queue_parse
 from armada.services.tokens import tokens_revoke_by_operator
 
 
@@ -45,7 +46,9 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
 
 class QueueForm(forms.ModelForm):
-    """The same checks as the API: a valid queue body, and retry policies that exist."""
+    """The same checks as the API (``services.queues.queue_parse``): a valid queue body,
+    limits by priority class naming configured classes and pools, and retry policies that
+    exist. The limits are saved as the API stores them (normalised)."""
 
     class Meta:
         model = Queue
@@ -58,7 +61,15 @@ class QueueForm(forms.ModelForm):
             "labels",
             "cordoned",
             "retry_policies",
+            "resource_limits_by_priority_class_name",
         ]
+        labels = {"resource_limits_by_priority_class_name": "Resource limits by priority class"}
+        help_texts = {
+            "resource_limits_by_priority_class_name": "JSON, as resourceLimitsByPriorityClassName "
+            'in a queue file, e.g. {"armada-preemptible": {"maximumResourceFraction": {"cpu": '
+            '0.3}, "maximumResourceFractionByPool": {"gpu-pool": {"maximumResourceFraction": '
+            '{"cpu": 0.1}}}}}; {} for none (the priority classes\' own limits apply)',
+        }
 
     def clean(self) -> dict:
         cleaned = super().clean()
@@ -72,6 +83,7 @@ class QueueForm(forms.ModelForm):
             "permissions": cleaned.get("permissions") or [],
             "labels": cleaned.get("labels") or {},
             "retryPolicies": cleaned.get("retry_policies") or [],
+            LIMITS: cleaned.get("resource_limits_by_priority_class_name") or {},
         }
         fields = {
             "name": "name",
@@ -81,9 +93,13 @@ class QueueForm(forms.ModelForm):
             "permissions": "permissions",
             "labels": "labels",
             "retryPolicies": "retry_policies",
+            LIMITS: "resource_limits_by_priority_class_name",
         }
         try:
-            parse_queue(body)
+            parsed = queue_parse(body)
+            cleaned["resource_limits_by_priority_class_name"] = parsed[
+                "resource_limits_by_priority_class_name"
+            ]
             missing = [
                 n for n in body["retryPolicies"] if not RetryPolicy.objects.filter(name=n).exists()
             ]

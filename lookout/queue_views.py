@@ -1,6 +1,7 @@
 """Lookout's queue pages: the queues the viewer may watch, found by name and a page at a time,
 with their priority factor, current and fair share, jobs per state and retry policies; one
-queue's page; cordon and uncordon.
+queue's page (with its resource limits by priority class, shown, not edited: the queue
+page has no form for queue fields); cordon and uncordon.
 
 Shares come from ``armada.services.queue_shares``; paging and finding by name from
 ``lookout.lists``; cordoning goes through ``armada.services.queues.queue_set_cordoned``
@@ -8,6 +9,10 @@ Shares come from ``armada.services.queue_shares``; paging and finding by name fr
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
@@ -20,6 +25,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from armada.core.quantity_text import readable_resources
+from armada.core.queues import FRACTION, FRACTION_BY_POOL
 from armada.core.states import JobState
 from armada.models import Queue
 from armada.services.authz import can_on_queue, has_global, watchable_queues
@@ -36,6 +42,42 @@ def _visible(request: HttpRequest) -> QuerySet[Queue]:
     """The queues the viewer may watch (all of them with ``watch_all_events``)."""
     names = watchable_queues(request.user)
     return Queue.objects.all() if names is None else Queue.objects.filter(name__in=names)
+
+
+@dataclass(frozen=True)
+class LimitRow:
+    """One row of a queue page's limits table: a priority class and resource, the queue's
+    limit for it in every pool (None: only per-pool ones) and its per-pool overrides."""
+
+    priority_class: str
+    resource: str
+    limit: str | None
+    by_pool: list[tuple[str, str]]
+
+
+def _percent(fraction: float) -> str:
+    return f"{fraction * 100:.4g}%"
+
+
+def limit_rows(limits: Mapping[str, Any]) -> list[LimitRow]:
+    """A queue's stored ``resourceLimitsByPriorityClassName`` as table rows: one per priority
+    class and resource (a class that sets nothing gets one row with no resource)."""
+    rows = []
+    for priority_class, entry in sorted(limits.items()):
+        fractions = entry.get(FRACTION) or {}
+        by_pool = entry.get(FRACTION_BY_POOL) or {}
+        resources = list(fractions)
+        for pool_entry in by_pool.values():
+            resources += [r for r in pool_entry.get(FRACTION) or {} if r not in resources]
+        for resource in resources or [""]:
+            overrides = [
+                (pool, _percent(pool_entry[FRACTION][resource]))
+                for pool, pool_entry in sorted(by_pool.items())
+                if resource in (pool_entry.get(FRACTION) or {})
+            ]
+            limit = _percent(fractions[resource]) if resource in fractions else None
+            rows.append(LimitRow(priority_class, resource, limit, overrides))
+    return rows
 
 
 def _pool(request: HttpRequest) -> tuple[str, list[str]]:
@@ -83,6 +125,7 @@ def queue_detail(request: HttpRequest, name: str) -> HttpResponse:
             "queue": queue,
             "share": share,
             "requested": readable_resources(share.allocated),
+            "limit_rows": limit_rows(queue.resource_limits_by_priority_class_name or {}),
             "pool": pool,
             "pools": pools,
             "can_cordon": has_global(request.user, "cordon_queue"),
