@@ -1,0 +1,498 @@
+"""The scheduler's limits through real processes (web, grpc, a Celery scheduler with beat and
+two executors on the fake backend, PostgreSQL and Redis in CI): which jobs run under each
+limit, and the reason recorded for each job that waits ("why pending", read through the API
+as a user reads it).
+
+One system serves the module (starting one costs more than most of these tests). It has two
+pools of 8 cpu each: ``default`` (executor ``main``, two nodes labelled ``site=main``) and
+``second`` (executor ``east``, one node labelled ``site=east``), and every limit at once:
+
+- priority class ``capped``: a queue may hold 25% of a pool's cpu (2 cpu);
+- priority class ``pooled``: 25%, but 50% in ``second``;
+- a round in ``second`` hands out at most 10% of its cpu, plus the job that crosses it;
+- each queue leases at most ``RATE`` jobs a second, with a burst of ``BURST``;
+- ``second`` has 2 licences (a floating resource), ``default`` none.
+
+Each test has queues of its own, and its queues' jobs are cancelled when it ends, so that
+the next test starts with empty nodes and no queue holding anything. No test but the rate
+test leases more than ``BURST`` jobs of one queue, so the rate only shows there.
+
+Every queued job is offered to both pools in each cycle, ``default`` first, and a job shows
+the reason of the last round that reached it: ``second``'s, whenever ``second``'s round got
+to it. Where the tests read a class limit's reason, both pools hold the job with the same
+numbers (the pools are equal); the floating resource's reason is ``second``'s, the only pool
+with licences."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator
+from datetime import datetime
+from typing import Any
+
+import pytest
+import requests
+
+from tests.e2e.conftest import HTTP_TIMEOUT
+from tests.e2e.wire_system import ADMIN, Flows, module_database, module_system
+
+pytestmark = [pytest.mark.e2e]
+
+FAKE = "fake.armadaproject.io/"
+SITE = "site"
+LICENCE = "example.com/licence"
+RATE, BURST = 2.0, 12
+WAIT = 90.0  # seconds any one wait may take on a busy machine
+POLICY = "retry-under-cap"
+CATEGORIES = {
+    "enabled": True,
+    "categories": [
+        {
+            "name": "flaky",
+            "action": "Delete",
+            "rules": [{"onExitCodes": {"operator": "In", "values": [3]}}],
+        }
+    ],
+}
+
+
+def executor(executor_id: str, pool: str, count: int, cpu: str) -> dict:
+    return {
+        "id": executor_id,
+        "pool": pool,
+        "tickPeriod": "300ms",
+        "trackedNodeLabels": ["kubernetes.io/hostname", SITE],
+        "errorCategories": CATEGORIES,
+        "nodes": [
+            {
+                "name": executor_id,
+                "count": count,
+                "labels": {SITE: executor_id},
+                "allocatable": {"cpu": cpu, "memory": "32Gi"},
+            }
+        ],
+    }
+
+
+CONFIG = {
+    "scheduling": {
+        "cyclePeriod": "300ms",
+        "pools": [{"name": "default"}, {"name": "second"}],
+        "priorityClasses": {
+            "armada-default": {"priority": 1000, "preemptible": False},
+            "armada-preemptible": {"priority": 1000, "preemptible": True},
+            "capped": {
+                "priority": 1000,
+                "preemptible": False,
+                "maximumResourceFractionPerQueue": {"cpu": 0.25},
+            },
+            "pooled": {
+                "priority": 1000,
+                "preemptible": False,
+                "maximumResourceFractionPerQueue": {"cpu": 0.25},
+                "maximumResourceFractionPerQueueByPool": {"second": {"cpu": 0.5}},
+            },
+        },
+        "maximumResourceFractionToScheduleByPool": {"second": {"cpu": 0.1}},
+        "maximumPerQueueSchedulingRate": RATE,
+        "maximumPerQueueSchedulingBurst": BURST,
+        "floatingResources": [
+            {"name": LICENCE, "resolution": "1", "pools": [{"name": "second", "quantity": "2"}]}
+        ],
+        "retryPolicy": {"enabled": True, "globalMaxRetries": 5},
+    },
+    "executorTimeout": "30s",
+    "queueRefreshPeriod": "1s",
+    "executors": [executor("main", "default", 2, "4"), executor("east", "second", 1, "8")],
+}
+
+
+# --- the system and its API ----------------------------------------------------------------
+
+
+class Api:
+    """The REST API as the administrator (with a token: no password hashing per request)."""
+
+    def __init__(self, flows: Flows) -> None:
+        self.system = flows.system
+        self.headers = flows.auth(ADMIN)
+
+    def call(self, method: str, path: str, **kwargs: Any) -> requests.Response:
+        return requests.request(
+            method,
+            f"{self.system.url}/api/v1{path}",
+            headers=self.headers,
+            timeout=HTTP_TIMEOUT,
+            verify=self.system.verify,
+            **kwargs,
+        )
+
+    def get(self, path: str, **params: Any) -> Any:
+        response = self.call("GET", path, params=params)
+        assert response.status_code == 200, response.text
+        return response.json()
+
+    def send(self, method: str, path: str, body: dict, status: int = 200) -> Any:
+        response = self.call(method, path, json=body)
+        assert response.status_code == status, response.text
+        return response.json()
+
+    def wait_for(self, what: str, predicate: Callable[[], Any], interval: float = 0.2) -> Any:
+        return self.system.wait_for(what, predicate, timeout=WAIT, interval=interval)
+
+
+@pytest.fixture(scope="module")
+def transactional_db(django_db_setup, django_db_blocker) -> Iterator[None]:
+    """pytest-django's ``transactional_db`` for the whole module (see ``module_database``)."""
+    yield from module_database(django_db_blocker)
+
+
+@pytest.fixture(scope="module")
+def api(transactional_db, tmp_path_factory) -> Iterator[Api]:
+    for flows in module_system(tmp_path_factory, "scheduler-limits", CONFIG):
+        yield Api(flows)
+
+
+@pytest.fixture
+def queues(api: Api) -> Iterator[Callable[..., str]]:
+    """``queues(name, **fields)`` makes a queue through the API; when the test ends, every
+    unfinished job of its queues is cancelled and the wait is until none holds anything."""
+    made: list[str] = []
+
+    def make(name: str, **fields: Any) -> str:
+        api.send("POST", "/queues", {"name": name, **fields}, status=201)
+        made.append(name)
+        return name
+
+    yield make
+    for name in made:
+        api.send(
+            "POST",
+            "/jobs/cancel",
+            {"queue": name, "states": ["queued", "leased", "pending", "running"]},
+        )
+    api.wait_for(
+        f"the jobs of {made} to let go of their resources",
+        lambda: all(not api.get(f"/reports/queues/{name}")["allocated"] for name in made),
+    )
+
+
+def job(
+    cpu: str = "1",
+    *,
+    pc: str = "armada-default",
+    duration: str = "1h",
+    priority: int | None = None,
+    licences: int = 0,
+    site: str = "",
+    fake: dict[str, str] | None = None,
+) -> dict:
+    """A job for the fake backend: runs ``duration`` (then ends as ``fake`` asks)."""
+    requests_ = {"cpu": cpu, "memory": "256Mi"}
+    if licences:
+        requests_[LICENCE] = str(licences)
+    pod: dict[str, Any] = {
+        "priorityClassName": pc,
+        "containers": [
+            {
+                "name": "main",
+                "image": "busybox",
+                "resources": {"requests": requests_, "limits": dict(requests_)},
+            }
+        ],
+    }
+    if site:
+        pod["nodeSelector"] = {SITE: site}
+    annotations = {FAKE + "duration": duration} | {FAKE + k: v for k, v in (fake or {}).items()}
+    body: dict[str, Any] = {"annotations": annotations, "podSpec": pod}
+    if priority is not None:
+        body["priority"] = priority
+    return body
+
+
+def submit(api: Api, queue: str, job_set: str, jobs: list[dict]) -> list[str]:
+    body = {"queue": queue, "jobSetId": job_set, "jobs": jobs}
+    return api.send("POST", "/jobs", body, status=201)["jobIds"]
+
+
+def fetch(api: Api, ids: list[str]) -> list[dict]:
+    return [api.get(f"/jobs/{job_id}") for job_id in ids]
+
+
+def reason(job_: dict) -> str:
+    return (job_.get("schedulingReason") or {}).get("reason", "")
+
+
+def in_state(jobs: list[dict], state: str) -> list[dict]:
+    return [j for j in jobs if j["state"] == state]
+
+
+def all_in(jobs: list[dict], state: str) -> list[dict] | None:
+    """The jobs, when every one of them is in ``state``."""
+    return jobs if all(j["state"] == state for j in jobs) else None
+
+
+def pools(jobs: list[dict]) -> Counter:
+    return Counter(j["runs"][-1]["pool"] for j in jobs)
+
+
+def at(text: str) -> datetime:
+    return datetime.fromisoformat(text)
+
+
+def latest_round(api: Api) -> int:
+    rounds = api.get("/reports/scheduling")["latestRounds"]
+    return rounds[0]["id"] if rounds else 0
+
+
+def after_rounds(api: Api, n: int) -> None:
+    """Wait until ``n`` more scheduling rounds have been recorded."""
+    start = latest_round(api)
+    api.wait_for(f"{n} more rounds", lambda: latest_round(api) >= start + n)
+
+
+def settle(api: Api, what: str, ids: list[str], check: Callable[[list[dict]], bool]) -> list[dict]:
+    """Wait until ``check`` holds for the jobs, then let three more rounds pass and check
+    again: a limit holds the jobs that wait, they are not merely slow to go."""
+    api.wait_for(what, lambda: check(fetch(api, ids)))
+    after_rounds(api, 3)
+    jobs = fetch(api, ids)
+    assert check(jobs), [(j["state"], reason(j)) for j in jobs]
+    return jobs
+
+
+# --- the tests ------------------------------------------------------------------------------
+
+
+def test_a_queue_holds_at_most_its_fraction_of_a_priority_class_in_each_pool(api, queues):
+    """``maximumResourceFractionPerQueue`` of a class (25% of cpu): a queue's jobs of the
+    class hold at most 2 cpu of each 8-cpu pool (a job that would take it to 37.5% waits,
+    one that takes it to exactly 25% goes), so 4 of its 6 one-cpu jobs run, 2 in each pool;
+    the 2 that wait name the queue, the class and the numbers. The queue's job of another
+    class runs beside them, and another queue gets its own 25%."""
+    capped_queue, other_queue = queues("cap-a"), queues("cap-b")
+    capped = submit(api, capped_queue, "capped", [job(pc="capped") for _ in range(6)])
+    [free] = submit(api, capped_queue, "free", [job()])
+    others = submit(api, other_queue, "capped", [job(pc="capped") for _ in range(2)])
+    held = "queue cap-a at 25% of cpu for priority class capped, limit 25%"
+
+    def check(jobs: list[dict]) -> bool:
+        mine, rest = jobs[:6], jobs[6:]
+        waiting = in_state(mine, "queued")
+        return (
+            len(in_state(mine, "running")) == 4
+            and len(waiting) == 2
+            and all(held in reason(j) and "would take it to 37.5%" in reason(j) for j in waiting)
+            and all(j["state"] == "running" for j in rest)
+        )
+
+    jobs = settle(api, "cap-a at its class limit", [*capped, free, *others], check)
+    assert pools(in_state(jobs[:6], "running")) == {"default": 2, "second": 2}
+    assert len(in_state(jobs, "running")) == 7
+
+
+def test_a_class_fraction_by_pool_replaces_the_default_in_that_pool(api, queues):
+    """``maximumResourceFractionPerQueueByPool``: class ``pooled`` allows a queue 25% of cpu,
+    but 50% in pool ``second``: of 8 one-cpu jobs, 2 run in ``default`` and 4 in
+    ``second``, and the 2 left wait with the reason of ``second``'s limit."""
+    queue = queues("by-pool")
+    ids = submit(api, queue, "pooled", [job(pc="pooled") for _ in range(8)])
+    held = "queue by-pool at 50% of cpu for priority class pooled, limit 50%"
+
+    def check(jobs: list[dict]) -> bool:
+        waiting = in_state(jobs, "queued")
+        return (
+            len(in_state(jobs, "running")) == 6
+            and len(waiting) == 2
+            and all(held in reason(j) and "would take it to 62.5%" in reason(j) for j in waiting)
+        )
+
+    jobs = settle(api, "by-pool at its limits in both pools", ids, check)
+    assert pools(in_state(jobs, "running")) == {"default": 2, "second": 4}
+
+
+def test_a_round_hands_out_at_most_its_fraction_of_the_pool_plus_one_job(api, queues):
+    """``maximumResourceFractionToScheduleByPool`` (10% of ``second``'s 8 cpu a round): 10
+    half-cpu jobs for ``second``'s node are leased two a round (the second takes the round
+    to 12.5%, over the limit, and ends it), so five rounds lease them, each its own lease
+    time; the job a round stopped at shows the round's reason meanwhile."""
+    queue = queues("rounds")
+    ids = submit(api, queue, "rounds", [job("500m", site="east") for _ in range(10)])
+    seen: set[str] = set()
+
+    def all_leased() -> bool:
+        report = api.get(f"/reports/queues/{queue}", verbosity=1)
+        seen.update(r["reason"] for r in report["pendingReasons"])
+        return not report["jobsByState"].get("queued")
+
+    api.wait_for("every job of the queue to be leased", all_leased, interval=0.05)
+    jobs = fetch(api, ids)
+    per_round = Counter(j["runs"][0]["leasedAt"] for j in jobs)
+    assert [per_round[t] for t in sorted(per_round)] == [2, 2, 2, 2, 2]
+    assert pools(jobs) == {"second": 10}
+    stopped = "this round has already handed out 12.5% of the pool's cpu, limit 10% per round"
+    assert any(stopped in r for r in seen), seen
+
+
+def test_a_queue_leases_a_burst_at_once_and_then_at_its_rate(api, queues):
+    """``maximumPerQueueSchedulingRate``/``Burst``: of 18 small jobs, a full bucket leases 12
+    in one round; the others follow about ``RATE`` a second (the k-th no sooner than k /
+    ``RATE`` seconds after the burst, less a second for the cycles' own time). Meanwhile
+    the queue's first waiting job shows the rate's reason, and the jobs behind it, which
+    the round no longer reached, say so."""
+    from armada.services.records import NOT_REACHED
+
+    queue = queues("rate")
+    ids = submit(api, queue, "burst", [job("250m") for _ in range(18)])
+    seen: set[str] = set()
+    last_job: set[str] = set()
+
+    def all_leased() -> bool:
+        report = api.get(f"/reports/queues/{queue}", verbosity=1)
+        seen.update(r["reason"] for r in report["pendingReasons"])
+        tail = api.get(f"/jobs/{ids[-1]}")
+        if tail["state"] == "queued" and reason(tail):
+            last_job.add(reason(tail))
+        return not report["jobsByState"].get("queued")
+
+    api.wait_for("every job of the queue to be leased", all_leased, interval=0.1)
+    leased = sorted(at(j["runs"][0]["leasedAt"]) for j in fetch(api, ids))
+    first = leased[0]
+    assert leased.count(first) == BURST
+    for k, when in enumerate(leased[BURST:], start=1):
+        assert (when - first).total_seconds() >= k / RATE - 1.0, (k, leased)
+    limited = f"queue {queue} scheduling rate limit exceeded"
+    assert any(limited in r for r in seen), seen
+    assert NOT_REACHED in last_job, last_job
+
+
+def test_a_floating_resource_is_shared_by_the_pool_across_queues(api, queues):
+    """``floatingResources``: pool ``second`` has 2 licences. Three jobs of two queues asking
+    one each: two run at once and the third waits, its reason counting the licences in use;
+    it starts when one of the others has finished. Never more than 2 held at once, and the
+    pods ran on nodes that own no licence (the lease leaves the floating resource out)."""
+    first_queue, second_queue = queues("float-a"), queues("float-b")
+    ids = submit(
+        api, first_queue, "licensed", [job("500m", duration="4s", licences=1) for _ in range(2)]
+    )
+    ids += submit(api, second_queue, "licensed", [job("500m", duration="4s", licences=1)])
+    held = f"floating resource {LICENCE}: 2 of 2 in use in the pool, the job asks 1"
+
+    def one_waits() -> dict | None:
+        jobs = fetch(api, ids)
+        waiting = in_state(jobs, "queued")
+        return waiting[0] if len(waiting) == 1 and held in reason(waiting[0]) else None
+
+    waiter = api.wait_for("one job to wait for a licence", one_waits)
+    jobs = api.wait_for(
+        "the three jobs to succeed",
+        lambda: all_in(fetch(api, ids), "succeeded"),
+    )
+    runs = {j["id"]: j["runs"] for j in jobs}
+    assert all(len(r) == 1 and r[0]["pool"] == "second" for r in runs.values()), runs
+    spans = [(at(r[0]["leasedAt"]), at(r[0]["finishedAt"])) for r in runs.values()]
+    for start, _ in spans:
+        assert sum(s <= start < end for s, end in spans) <= 2, spans
+    others_ended = min(at(r[0]["finishedAt"]) for i, r in runs.items() if i != waiter["id"])
+    assert at(runs[waiter["id"]][0]["leasedAt"]) >= others_ended
+
+
+def test_a_retried_job_waits_under_the_class_limit_like_a_new_one(api, queues):
+    """A job whose retry policy retries its failure goes back to its queue like a new job:
+    while the queue is at its class limit (2 cpu on ``second``), taken by a job ahead of it
+    in the queue's order, it stays queued with the limit's reason round after round, with
+    one run and no verdict of failure; when a running job of the queue is cancelled, it is
+    leased again and its second run starts."""
+    api.send(
+        "POST",
+        "/retry-policies",
+        {
+            "apiVersion": "armadaproject.io/v1beta1",
+            "kind": "RetryPolicy",
+            "name": POLICY,
+            "retryLimit": 1,
+            "defaultAction": "Fail",
+            "rules": [{"action": "Retry", "onCategory": "flaky"}],
+        },
+        status=201,
+    )
+    queue = queues("retry-cap", retryPolicies=[POLICY])
+    flaky, blocker = submit(
+        api,
+        queue,
+        "first",
+        [
+            job(pc="capped", site="east", duration="5s", priority=5, fake={"exitCode": "3"}),
+            job(pc="capped", site="east", priority=5),
+        ],
+    )
+    api.wait_for(
+        "both to be leased",
+        lambda: all(j["state"] != "queued" for j in fetch(api, [flaky, blocker])),
+    )
+    # Ahead of the flaky job in the queue's order (a lower priority number goes first).
+    [ahead] = submit(api, queue, "ahead", [job(pc="capped", site="east", priority=1)])
+    held = "queue retry-cap at 25% of cpu for priority class capped, limit 25%"
+
+    def retried_and_waiting() -> dict | None:
+        got = api.get(f"/jobs/{flaky}")
+        done = got["runs"] and got["runs"][0]["state"] == "failed"
+        return got if done and got["state"] == "queued" and held in reason(got) else None
+
+    waiting = api.wait_for("the retried job to wait at the limit", retried_and_waiting)
+    assert at(api.get(f"/jobs/{ahead}")["submittedAt"]) < at(waiting["runs"][0]["finishedAt"])
+    assert waiting["runs"][0]["decision"]["decision"] == "retry"
+    after_rounds(api, 5)
+    still = api.get(f"/jobs/{flaky}")
+    assert (still["state"], len(still["runs"]), still["terminalReason"]) == ("queued", 1, "")
+    assert held in reason(still)
+    assert [j["state"] for j in fetch(api, [blocker, ahead])] == ["running", "running"]
+
+    api.send("POST", "/jobs/cancel", {"queue": queue, "jobSetId": "first", "jobIds": [blocker]})
+    second_run = api.wait_for(
+        "the retried job's second run to start",
+        lambda: (runs := api.get(f"/jobs/{flaky}")["runs"])[1:] and runs[1]["runningAt"] and runs,
+    )
+    assert len(second_run) == 2 and second_run[1]["pool"] == "second"
+
+
+def test_a_queues_own_limits_set_through_the_api_refine_the_class_limits(api, queues):
+    """A queue's ``resourceLimitsByPriorityClassName``, set with the queue through the REST
+    API: class ``capped`` (25%) becomes 50% of cpu for this queue, and 12.5% in pool
+    ``second``; of 7 one-cpu jobs 4 run in ``default`` and 1 in ``second``, the others wait
+    with ``second``'s reason. Raised to 25% in ``second`` with an update, one more starts at
+    the next rounds and the last waits at the new limit."""
+    limits = {
+        "capped": {
+            "maximumResourceFraction": {"cpu": 0.5},
+            "maximumResourceFractionByPool": {
+                "second": {"maximumResourceFraction": {"cpu": 0.125}}
+            },
+        }
+    }
+    queue = queues("own-limits", resourceLimitsByPriorityClassName=limits)
+    assert api.get(f"/queues/{queue}")["resourceLimitsByPriorityClassName"] == limits
+    ids = submit(api, queue, "capped", [job(pc="capped") for _ in range(7)])
+
+    def at_limits(in_second: int, limit: str) -> Callable[[list[dict]], bool]:
+        held = f"queue own-limits at {limit} of cpu for priority class capped, limit {limit}"
+
+        def check(jobs: list[dict]) -> bool:
+            running = in_state(jobs, "running")
+            waiting = in_state(jobs, "queued")
+            return (
+                pools(running) == {"default": 4, "second": in_second}
+                and len(waiting) == 7 - 4 - in_second
+                and all(held in reason(j) for j in waiting)
+            )
+
+        return check
+
+    settle(api, "the queue at its own limits", ids, at_limits(1, "12.5%"))
+
+    limits["capped"]["maximumResourceFractionByPool"]["second"]["maximumResourceFraction"] = {
+        "cpu": 0.25
+    }
+    updated = api.send("PATCH", f"/queues/{queue}", {"resourceLimitsByPriorityClassName": limits})
+    assert updated["resourceLimitsByPriorityClassName"] == limits
+    settle(api, "the queue at its raised limit", ids, at_limits(2, "25%"))
