@@ -62,6 +62,15 @@ def _run_facts(run: Run) -> list[str]:
         _fact("Cluster / node", f"{_text(run.executor)} / {_text(run.node or '-')}"),
         _fact("Pool", _text(run.pool or "-")),
     ]
+    if run.away_node_type:
+        facts.append(
+            _fact(
+                "Away from home",
+                f"on node type {_text(run.away_node_type)}, at priority"
+                f" {_text(run.scheduled_priority)} (evicted first when home jobs need the room)",
+                "away",
+            )
+        )
     facts.extend(_fact(label, _time(iso, shown)) for label, iso, shown in run.times)
     if run.exit_code is not None:
         facts.append(_fact("Exit code", _text(run.exit_code)))

@@ -21,7 +21,7 @@ from armada.core.quantity_text import growth, readable_quantity
 from armada.core.states import JobState, RunState
 from armada.models import Job, Run, RunLog
 from armada.services.authz import can_on_queue
-from armada.services.records import pending_reason
+from armada.services.records import pending_reason, retry_waiting
 from armada.services.retry_cost_reads import job_retry_cost
 from lookout.panel_html import runs_html, timeline_html
 from lookout.panel_queries import LogVersion, job_runs, job_timeline, run_log, time_texts
@@ -168,11 +168,15 @@ RUN_TIMES = (
 )
 
 
-def runs_part(runs: list[Run], now: datetime | None = None) -> dict[str, Any]:
+def runs_part(
+    runs: list[Run], now: datetime | None = None, waiting: dict | None = None
+) -> dict[str, Any]:
     """The Runs tab, as HTML (``lookout.panel_html.runs_html``): each run with its decision
     trail (as ``run.trail``) and its times as ``run.times``, ``(label, ISO time, shown
     time)`` for those it has. A run whose failed pod its executor kept has ``run.pod_kept``:
-    (still kept at ``now``, ISO time, shown time) of ``pod_kept_until``."""
+    (still kept at ``now``, ISO time, shown time) of ``pod_kept_until``. ``waiting``: what
+    the retry of the latest run waits for (``services.records.retry_waiting``), added to
+    its trail."""
     for run in runs:
         run.trail = decision_trail(run)
         run.times = [
@@ -182,6 +186,8 @@ def runs_part(runs: list[Run], now: datetime | None = None) -> dict[str, Any]:
         ]
         until = run.pod_kept_until
         run.pod_kept = (now is None or until > now, *time_texts(until)) if until else None
+    if waiting and runs and runs[0].trail is not None:
+        runs[0].trail = [*runs[0].trail, ("Waiting for", str(waiting["reason"]))]
     return {"runs_html": runs_html(runs)}
 
 
@@ -237,7 +243,7 @@ def job_context(
         # What its retried attempts cost, from the runs already read (services.retry_cost).
         context["retry_cost"] = job_retry_cost(job=job, now=now, runs=runs).sentence()
     if "runs" in parts:
-        context.update(runs_part(runs, now))
+        context.update(runs_part(runs, now, waiting=retry_waiting(job, runs[0] if runs else None)))
     if "yaml" in parts:
         context.update(yaml_part(job))
     if "events" in parts:

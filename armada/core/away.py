@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from armada.core.snapshot import Taint, Toleration
 
@@ -148,3 +149,23 @@ def node_type_of(taints: Iterable[Taint], node_types: Mapping[str, Sequence[Tain
         if wanted and all((t.key, t.value, t.effect) in present for t in wanted):
             return name
     return ""
+
+
+def toleration_json(toleration: Toleration) -> dict[str, str]:
+    """A toleration as a pod spec writes it (empty fields left out)."""
+    out = {"operator": toleration.operator}
+    if toleration.key:
+        out["key"] = toleration.key
+    if toleration.value and toleration.operator != "Exists":
+        out["value"] = toleration.value
+    if toleration.effect:
+        out["effect"] = toleration.effect
+    return out
+
+
+def with_tolerations(pod_spec: dict[str, Any], tolerations: list[dict[str, str]]) -> dict[str, Any]:
+    """``pod_spec`` with ``tolerations`` added to its own (those it has already kept once)."""
+    own = pod_spec.get("tolerations")
+    merged = list(own) if isinstance(own, list) else []
+    merged += [t for t in tolerations if t not in merged]
+    return {**pod_spec, "tolerations": merged}

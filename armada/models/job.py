@@ -181,6 +181,12 @@ class Run(models.Model):
     cause = models.CharField(max_length=32, blank=True)
     # When the run's latest ``utilisation`` event was measured (``services.run_utilisation``).
     utilisation_at = models.DateTimeField(null=True, blank=True)
+    # A run placed away from home (``core.away``): the node type(s) it went to, the priority
+    # it runs at there (its preemption urgency) and the tolerations its pod is given for
+    # them. Empty, null and empty for a run at home.
+    away_node_type = models.CharField(max_length=253, blank=True, default="")
+    scheduled_priority = models.IntegerField(null=True, blank=True)
+    away_tolerations = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["leased_at", "id"]

@@ -41,6 +41,7 @@ from django.db import transaction
 from django.db.models import Q, TextField
 from django.db.models.functions import Cast
 
+from armada.core.away import with_tolerations
 from armada.core.limits import strip_floating
 from armada.core.states import RunState
 from armada.models import Executor, Run
@@ -196,16 +197,29 @@ def _lease_rows(run_ids: list[str]) -> list[dict[str, Any]]:
             services_json=Cast("job__services", TextField()),
             ingress_json=Cast("job__ingress", TextField()),
         )
-        .values(*LEASE_FIELDS, "pod_spec_json", "mutations_json", "services_json", "ingress_json")
+        .values(
+            *LEASE_FIELDS,
+            "pod_spec_json",
+            "mutations_json",
+            "services_json",
+            "ingress_json",
+            "away_tolerations",
+        )
     }
     found = [rows[run_id] for run_id in run_ids if run_id in rows]
     names = settings.ARMADA.scheduling.floating_names
-    if names:
-        for row in found:
-            text = row["pod_spec_json"] or ""
-            if any(name in text for name in names):
-                # The scheduler accounts for floating resources; the pod must not ask for them.
-                row["pod_spec_json"] = json.dumps(
-                    strip_floating(json.loads(text), names), separators=(",", ":")
-                )
+    for row in found:
+        text = row["pod_spec_json"] or ""
+        tolerations = row.pop("away_tolerations")
+        floating = names and any(name in text for name in names)
+        if not (floating or tolerations):
+            continue
+        spec = json.loads(text) if text else {}
+        if floating:
+            # The scheduler accounts for floating resources; the pod must not ask for them.
+            spec = strip_floating(spec, names)
+        if tolerations:
+            # Placed away from home: the pod tolerates the taints of the nodes it went to.
+            spec = with_tolerations(spec, tolerations)
+        row["pod_spec_json"] = json.dumps(spec, separators=(",", ":"))
     return found

@@ -69,6 +69,8 @@ class ActiveRun:
     stopping: bool  # a stop (preemption or cancellation) was requested
     # What it holds of the pool's floating resources.
     floating: Mapping[str, int] = field(default_factory=lambda: NO_FLOATING)
+    # The priority it runs at when placed away from home (``core.away``), else None.
+    scheduled_priority: int | None = None
 
 
 @dataclass
@@ -290,6 +292,7 @@ class JobDb:
             queue,
             priority_class,
             gang_id,
+            scheduled_priority,
         ) in rows:
             on_node, floating = intern.node_and_floating(requests)
             self.runs[job_id] = ActiveRun(
@@ -304,6 +307,7 @@ class JobDb:
                 gang_id=gang_id,
                 stopping=bool(stopping),
                 floating=floating,
+                scheduled_priority=scheduled_priority,
             )
 
     # --- reading -------------------------------------------------------------------------

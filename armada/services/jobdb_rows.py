@@ -42,7 +42,8 @@ def job_query(where: str) -> str:
 def run_query(where: str) -> str:
     return (
         "SELECT r.id, r.job_id, r.pool, r.executor, r.node, r.requests, "
-        "r.stop_requested_at IS NOT NULL, j.queue, j.priority_class, j.gang_id "
+        "r.stop_requested_at IS NOT NULL, j.queue, j.priority_class, j.gang_id, "
+        "r.scheduled_priority "
         f"FROM {Run._meta.db_table} r JOIN {Job._meta.db_table} j ON j.id = r.job_id "
         f"WHERE {where}"
     )

@@ -95,6 +95,16 @@ def pending_reason(job) -> dict | None:
     return {"reason": NOT_REACHED, "roundId": latest.id, "at": latest.started_at}
 
 
+def retry_waiting(job, latest_run) -> dict | None:
+    """What a retried job waits for, for its retry's decision trail: when the job is queued
+    again after its latest run's retry decision, why the scheduler has not leased it yet (a
+    limit, room, its retry delay; :func:`pending_reason`). A retry only ever waits for
+    these: it is never failed for waiting. None otherwise."""
+    if latest_run is None or (latest_run.decision or {}).get("decision") != "retry":
+        return None
+    return pending_reason(job)
+
+
 def round_summary(round_: SchedulingRound) -> dict[str, Any]:
     """A scheduling round as the API shows it (a job's scheduling record, the reports)."""
     return {

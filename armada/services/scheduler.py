@@ -59,7 +59,12 @@ from armada.services.records import records_write
 from armada.services.retry_cost_metrics import COUNTERS as RETRY_COST_COUNTERS
 from armada.services.round_metrics import PoolRound, pool_round
 from armada.services.scheduler_leases import write_leases
-from armada.services.scheduler_limits import queue_buckets, queue_buckets_reset, round_limits
+from armada.services.scheduler_limits import (
+    away_planner,
+    queue_buckets,
+    queue_buckets_reset,
+    round_limits,
+)
 from armada.services.snapshot import node_state
 from armada.services.stopping import PREEMPT, runs_request_stops
 
@@ -136,7 +141,14 @@ def _running(
                 queue=run.queue,
                 node_id=node_id,
                 requests=run.requests,
-                urgency=pc.priority if pc else 0,
+                # A run placed away from home runs at its away priority (``core.away``).
+                urgency=(
+                    run.scheduled_priority
+                    if run.scheduled_priority is not None
+                    else pc.priority
+                    if pc
+                    else 0
+                ),
                 # A run already being stopped is not offered for preemption again.
                 preemptible=bool(pc and pc.preemptible) and not run.stopping,
                 gang_id=run.gang_id,
@@ -228,6 +240,7 @@ def scheduler_cycle(*, now: datetime, clock: Callable[[], float] = time.monotoni
     expired = runs_expire(now=now)
     decided = failures_decide(now=now)
     db, bucket = scheduler_state(config)
+    planner = away_planner(config.scheduling)
     db.sync(now=now)
     reconciled_ms = int((time.perf_counter() - started) * 1000)
     pool_ms: dict[str, int] = {}
@@ -241,6 +254,7 @@ def scheduler_cycle(*, now: datetime, clock: Callable[[], float] = time.monotoni
     leased: set[str] = set()
     preempted: dict[str, str] = {}
     preempted_for: dict[str, str] = {}  # preempted job -> the job it made room for
+    away: dict = {}  # job -> its away option (``core.away``), for jobs leased away from home
     rounds: list[PoolRound] = []
     for q in queues:
         if q.cordoned:
@@ -285,6 +299,7 @@ def scheduler_cycle(*, now: datetime, clock: Callable[[], float] = time.monotoni
             protected_fraction=scheduling.protected_fraction(pool.name),
             clock=time.perf_counter,
             limits=limits,
+            away=planner,
         )
         pool_ms[pool.name] = int((time.perf_counter() - round_started) * 1000)
         rounds.append(
@@ -302,6 +317,7 @@ def scheduler_cycle(*, now: datetime, clock: Callable[[], float] = time.monotoni
         report.limit_reached = report.limit_reached or result.limit_reached
         preempted.update(result.preempted)
         preempted_for.update(result.preempted_for)
+        away.update(result.away)
         for lease in result.leases:
             leases.append((pool.name, lease))
             leased.add(lease.job_id)
@@ -314,7 +330,7 @@ def scheduler_cycle(*, now: datetime, clock: Callable[[], float] = time.monotoni
     for job_id in leased:
         report.unschedulable.pop(job_id, None)
     new_runs: dict[str, str] = {}
-    leased_ids = write_leases(leases, now, new_runs) if leases else []
+    leased_ids = write_leases(leases, now, new_runs, away) if leases else []
     bucket.take(clock(), len(leased_ids))
     if buckets is not None and leased_ids:
         written = set(leased_ids)

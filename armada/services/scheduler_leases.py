@@ -15,6 +15,7 @@ from datetime import datetime
 
 from django.db import connection, transaction
 
+from armada.core.away import AwayOption, toleration_json
 from armada.core.scheduling import Lease
 from armada.core.states import EventType, JobState, RunState
 from armada.models import Job, Run
@@ -32,11 +33,16 @@ def pod_name(job_id: str) -> str:
 
 
 def write_leases(
-    leases: list[tuple[str, Lease]], now: datetime, new_run_ids: dict[str, str] | None = None
+    leases: list[tuple[str, Lease]],
+    now: datetime,
+    new_run_ids: dict[str, str] | None = None,
+    away: Mapping[str, AwayOption] | None = None,
 ) -> list[str]:
     """Create runs and move jobs to leased; only jobs still queued at commit time are leased
     (a job cancelled or changed meanwhile is left alone and seen again at the next sync).
-    ``new_run_ids`` is given each leased job's new run id."""
+    ``new_run_ids`` is given each leased job's new run id; ``away`` holds the jobs placed
+    away from home (``core.away``), whose runs keep the node type, the priority they run at
+    and their pods' extra tolerations."""
     new_runs: dict[str, tuple[str, str, str, str]] = {}  # job -> (run, executor, node, pool)
     for pool, lease in leases:
         new_runs.setdefault(lease.job_id, (new_id(), lease.executor, lease.node, pool))
@@ -61,6 +67,14 @@ def write_leases(
                 "pod_name": pod_name(job_id),
                 "leased_at": now,
             }
+            payload = {"clusterId": executor, "nodeName": node, "pool": pool}
+            option = away.get(job_id) if away else None
+            if option is not None:
+                run["away_node_type"] = option.label
+                run["scheduled_priority"] = option.priority
+                run["away_tolerations"] = [toleration_json(t) for t in option.tolerations]
+                payload["awayNodeType"] = option.label
+                payload["scheduledAtPriority"] = option.priority
             runs.append(run)
             events.append(
                 NewEvent(
@@ -70,7 +84,7 @@ def write_leases(
                     job_id=job_id,
                     run_id=run_id,
                     created=now,
-                    payload={"clusterId": executor, "nodeName": node, "pool": pool},
+                    payload=payload,
                 )
             )
         leased = [r["job_id"] for r in runs]

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from armada.core.away import AwayPlanner
 from armada.core.limits import RoundLimits, class_fractions
 from armada.core.ratelimit import TokenBucket
+from armada.core.snapshot import Taint
 from armada.models import Queue
 
 _buckets: dict[str, TokenBucket] = {}
@@ -39,6 +41,22 @@ def queue_buckets(scheduling, queues: Iterable[Queue]) -> dict[str, TokenBucket]
     return _buckets
 
 
+_planner: tuple[object, AwayPlanner] | None = None
+
+
+def away_planner(scheduling) -> AwayPlanner:
+    """Where each priority class's jobs may go away from home (``core.away``), made once per
+    configuration."""
+    global _planner
+    if _planner is None or _planner[0] is not scheduling:
+        node_types = {
+            t.name: tuple(Taint(x.key, x.value, x.effect) for x in t.taints)
+            for t in scheduling.well_known_node_types
+        }
+        _planner = (scheduling, AwayPlanner(scheduling.away_entries(), node_types))
+    return _planner[1]
+
+
 def queue_buckets_reset() -> None:
     """Forget the buckets (a new process, or tests)."""
     global _bucket_config
@@ -58,7 +76,7 @@ def round_limits(
     classes = scheduling.priority_classes
     per_queue: dict[str, dict[str, dict[str, float]]] = {}
     for q in queues:
-        own = getattr(q, "resource_limits_by_priority_class_name", None) or {}  # XXX-FIELD
+        own = q.resource_limits_by_priority_class_name or {}
         fractions = {}
         for name, pc in classes.items():
             merged = class_fractions(

@@ -207,3 +207,79 @@ def test_an_executor_behind_on_acknowledging_leases_sits_out(settings, queue, ow
     agent.tick(at(3))  # the executor takes its leases: they are no longer unacknowledged
     assert Job.objects.filter(state="leased").count() == 0
     assert scheduler_cycle(now=at(4)).leased == 2
+
+
+# --- away node types (``core.away``) --------------------------------------------------------
+
+AWAY_CLASSES = {
+    "armada-default": {"priority": 1000, "preemptible": False},
+    "research": {
+        "priority": 1000,
+        "preemptible": True,
+        "awayNodeTypes": [{"priority": 500, "wellKnownNodeTypeName": "gpu"}],
+    },
+    "gpu-home": {"priority": 1000, "preemptible": False},
+}
+GPU_TOLERATION = {"key": "gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"}
+GPU_TAINT = {"key": "gpu", "value": "true", "effect": "NoSchedule"}
+
+
+def away_agent(settings):
+    from armada.core.config import parse_config
+    from tests.executor_api import api_agent
+
+    settings.ARMADA = parse_config(
+        {
+            "scheduling": {
+                "priorityClasses": AWAY_CLASSES,
+                "wellKnownNodeTypes": [{"name": "gpu", "taints": [GPU_TAINT]}],
+            },
+            "executors": [
+                {
+                    "id": "test",
+                    "nodes": [
+                        {"name": "cpu", "allocatable": {"cpu": "4", "memory": "16Gi"}},
+                        {
+                            "name": "gpu",
+                            "allocatable": {"cpu": "4", "memory": "16Gi"},
+                            "taints": [GPU_TAINT],
+                        },
+                    ],
+                }
+            ],
+        }
+    )
+    agent = api_agent(settings.ARMADA.executors[0])
+    agent.tick(at(0))
+    return agent
+
+
+def test_a_job_goes_away_at_its_lower_priority_and_is_evicted_first(settings, queue, owner):
+    """Home (the untainted node) full: the second research job runs on the gpu node at 500,
+    its pod tolerating the taint; a gpu job of priority 1000 then takes the room back."""
+    from armada.models import Run
+    from armada.services.executor_rounds import _lease_rows
+
+    away_agent(settings)
+    first, second = submit(owner, 2, cpu="4", pc="research")
+    assert scheduler_cycle(now=at(1)).leased == 2
+    home = Run.objects.get(job_id=first)
+    away = Run.objects.get(job_id=second)
+    assert (home.node, home.away_node_type, home.scheduled_priority) == ("cpu", "", None)
+    assert (away.node, away.away_node_type, away.scheduled_priority) == ("gpu", "gpu", 500)
+    rows = {
+        row["job_id"]: json.loads(row["pod_spec_json"]) for row in _lease_rows([home.id, away.id])
+    }
+    assert "tolerations" not in rows[first]
+    assert rows[second]["tolerations"] == [GPU_TOLERATION]
+
+    gpu_job = job(cpu="4")
+    gpu_job["podSpec"]["priorityClassName"] = "gpu-home"
+    gpu_job["podSpec"]["tolerations"] = [GPU_TOLERATION]
+    (owner_job,) = job_submit(actor=owner, data=job_file(jobs=[gpu_job]), now=at(2))
+    scheduler_cycle(now=at(3))
+    away.refresh_from_db()
+    assert away.stop_kind == "preempt"
+    assert f"to make room for job {owner_job}" in away.stop_reason
+    home.refresh_from_db()
+    assert home.stop_requested_at is None

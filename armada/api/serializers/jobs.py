@@ -126,6 +126,17 @@ class RunSerializer(serializers.ModelSerializer):
         "(keptPodRetention after the pod ended); a time already past once the pod is deleted; "
         "null when the pod was not kept",
     )
+    awayNodeType = serializers.CharField(
+        source="away_node_type",
+        help_text="the node type(s) the run was placed on away from its priority class's home"
+        " (awayNodeTypes); empty for a run at home",
+    )
+    scheduledAtPriority = serializers.IntegerField(
+        source="scheduled_priority",
+        allow_null=True,
+        help_text="the priority an away run runs at (it is preempted as a job of that"
+        " priority); null for a run at home, which runs at its priority class's",
+    )
     ingressAddresses = serializers.JSONField(
         source="ingress_addresses",
         help_text="the job's ingress addresses by container port, once the pod ran "
@@ -156,6 +167,8 @@ class RunSerializer(serializers.ModelSerializer):
             "decision",
             "podKeptUntil",
             "ingressAddresses",
+            "awayNodeType",
+            "scheduledAtPriority",
         ]
         read_only_fields = fields
 
@@ -252,6 +265,24 @@ class JobSerializer(serializers.ModelSerializer):
         if not job.retry_count:
             return None
         return job_retry_cost(job=job, now=timezone.now(), runs=list(job.runs.all())).as_dict()
+
+    def to_representation(self, job: Job) -> dict[str, Any]:
+        """The job; a queued retry's latest run trail also says what the retry waits for
+        (``waitingFor``: ``services.records.retry_waiting``)."""
+        from armada.services.records import retry_waiting
+
+        data = super().to_representation(job)
+        runs = data.get("runs") or []
+        if job.state == "queued" and runs:
+            latest = max(job.runs.all(), key=lambda r: (r.leased_at, r.id))
+            waiting = retry_waiting(job, latest)
+            if waiting is not None:
+                shown = next(r for r in runs if r["id"] == latest.id)
+                shown["decision"] = {
+                    **shown["decision"],
+                    "waitingFor": {**waiting, "at": waiting["at"].isoformat()},
+                }
+        return data
 
     def get_schedulingReason(self, job: Job) -> dict[str, Any] | None:  # noqa: N802 (API field name)
         from armada.services.records import pending_reason

@@ -82,6 +82,12 @@ class TrailMutationSerializer(serializers.Serializer):
     )
 
 
+class PendingReasonSerializer(serializers.Serializer):
+    reason = serializers.CharField()
+    roundId = serializers.IntegerField()
+    at = serializers.DateTimeField()
+
+
 class DecisionTrailSerializer(serializers.Serializer):
     """What the scheduler decided about a failed run and why; empty while undecided."""
 
@@ -116,4 +122,10 @@ class DecisionTrailSerializer(serializers.Serializer):
         required=False,
         allow_null=True,
         help_text="the job was not leased again before this time (decision time + delay)",
+    )
+    waitingFor = PendingReasonSerializer(
+        required=False,
+        help_text="on the latest run of a job queued again by this retry: why it is not leased"
+        " yet (a scheduler limit, room, its retry delay). A retry waits for these; it is never"
+        " failed for waiting",
     )
