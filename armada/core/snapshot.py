@@ -214,3 +214,39 @@ def static_fit(job: QueuedJob, nodes: Sequence[NodeState]) -> bool:
     and the job's requests fit the node's allocatable. What is already allocated on the
     nodes, and fair share, are ignored: this is the probe for "could never schedule"."""
     return any(node_matches(job, n) and job.requests.fits_in(n.allocatable) for n in nodes)
+
+
+# Reasons that say a job cannot use a pool at all, whatever happens in its round.
+_STATIC_REASONS = frozenset({REASON_NO_MATCH, REASON_TOO_BIG, REASON_NO_NODES})
+
+
+def is_static_reason(reason: str) -> bool:
+    """Whether ``reason`` says the job cannot use the pool at all (no node matches it, none
+    is big enough, none is schedulable, the pool has none of a floating resource it asks),
+    rather than that it waits in the pool (room, a limit, its gang, the round's end)."""
+    return reason in _STATIC_REASONS or (
+        reason.startswith("floating resource ") and "the pool has none of it" in reason
+    )
+
+
+def merge_pool_reasons(per_pool: Sequence[Mapping[str, str]]) -> dict[str, str]:
+    """One reason per job from the rounds of every pool a cycle ran (in order): a reason of
+    waiting in a pool wins over one of not being able to use a pool (the last pool's, when
+    several say it waits); a job that no pool can use keeps the last pool's reason, but only
+    if every round reached it: one that a round never reached (its limit stopped first) has
+    no reason, and so is told it was not reached."""
+    waiting: dict[str, str] = {}
+    static: dict[str, str] = {}
+    seen: dict[str, int] = {}
+    for reasons in per_pool:
+        for job_id, reason in reasons.items():
+            seen[job_id] = seen.get(job_id, 0) + 1
+            if is_static_reason(reason):
+                static[job_id] = reason
+            else:
+                waiting[job_id] = reason
+    out = dict(waiting)
+    for job_id, reason in static.items():
+        if job_id not in out and seen[job_id] == len(per_pool):
+            out[job_id] = reason
+    return out

@@ -44,6 +44,7 @@ from armada.core.scheduling import (
     RunningJob,
     schedule_round,
 )
+from armada.core.snapshot import merge_pool_reasons
 from armada.core.states import RunState
 from armada.models import Executor, Node, Queue, Run
 from armada.services.counters import counters_reset_if_due
@@ -256,6 +257,7 @@ def scheduler_cycle(*, now: datetime, clock: Callable[[], float] = time.monotoni
     preempted_for: dict[str, str] = {}  # preempted job -> the job it made room for
     away: dict = {}  # job -> its away option (``core.away``), for jobs leased away from home
     rounds: list[PoolRound] = []
+    pool_reasons: list[dict[str, str]] = []  # each pool's round's reasons, in order
     for q in queues:
         if q.cordoned:
             for job in db.queue_jobs(q.name, lookback=lookback):
@@ -324,9 +326,10 @@ def scheduler_cycle(*, now: datetime, clock: Callable[[], float] = time.monotoni
             if tokens is not None:
                 # The next pool's round sees what this one used of each queue's bucket.
                 tokens[lease.queue] = tokens.get(lease.queue, 0) - 1
-        report.unschedulable.update(result.unschedulable)
+        pool_reasons.append(result.unschedulable)
         if len(leases) >= max_leases:
             break
+    report.unschedulable.update(merge_pool_reasons(pool_reasons))
     for job_id in leased:
         report.unschedulable.pop(job_id, None)
     new_runs: dict[str, str] = {}
