@@ -283,3 +283,14 @@ def test_a_job_goes_away_at_its_lower_priority_and_is_evicted_first(settings, qu
     assert f"to make room for job {owner_job}" in away.stop_reason
     home.refresh_from_db()
     assert home.stop_requested_at is None
+
+
+def test_a_round_stops_taking_new_jobs_when_its_time_is_up(settings, queue, owner):
+    """maxNewJobSchedulingDuration of a microsecond: any unit takes longer, so each round leases one job
+    and the next is told the round's time ran out (the round is timed with the process's
+    clock)."""
+    setup(settings, maxNewJobSchedulingDuration="0.000001s")
+    ids = submit(owner, 3)
+    assert scheduler_cycle(now=at(1)).leased == 1
+    assert reason_of(ids[1]).startswith("the round's time for new jobs ran out")
+    assert scheduler_cycle(now=at(2)).leased == 1
