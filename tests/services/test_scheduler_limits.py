@@ -272,6 +272,11 @@ def test_a_job_goes_away_at_its_lower_priority_and_is_evicted_first(settings, qu
     }
     assert "tolerations" not in rows[first]
     assert rows[second]["tolerations"] == [GPU_TOLERATION]
+    from armada.models import Event
+    from armada.services.events import event_as_dict
+
+    leased = event_as_dict(Event.objects.get(job_id=second, type="leased"))
+    assert (leased["awayNodeType"], leased["scheduledAtPriority"]) == ("gpu", 500)
 
     gpu_job = job(cpu="4")
     gpu_job["podSpec"]["priorityClassName"] = "gpu-home"
