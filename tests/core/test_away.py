@@ -22,6 +22,7 @@ from armada.core.away import (
     away_options,
     node_type_of,
 )
+from armada.core.limits import RoundLimits
 from armada.core.quantity import Resources
 from armada.core.scheduling import (
     REASON_NO_RESOURCES,
@@ -93,6 +94,7 @@ class Case:
     running: list[RunningJob] = field(default_factory=list)
     preempted: set[str] = field(default_factory=set)
     reasons: dict[str, str] = field(default_factory=dict)
+    limits: RoundLimits = field(default_factory=RoundLimits)
 
 
 CASES = [
@@ -156,6 +158,29 @@ CASES = [
         preempted={"run-0"},
     ),
     Case(
+        "away jobs count against their queue's class cap (2 of 8 cpu)",
+        [node("cpu0", used=4), node("gpu0", GPU_TAINT)],
+        [job(0), job(1), job(2)],
+        {"a-research-0": "gpu0", "a-research-1": "gpu0"},
+        away={"a-research-0": 500, "a-research-1": 500},
+        reasons={
+            "a-research-2": "queue a at 25% of cpu for priority class research, limit 25%"
+            " (this job would take it to 37.5%)"
+        },
+        limits=RoundLimits(class_fractions={"a": {"research": {"cpu": 0.25}}}),
+    ),
+    Case(
+        "a job held by its cap is not placed away either",
+        [node("cpu0", used=4), node("gpu0", GPU_TAINT)],
+        [job(0)],
+        {},
+        reasons={
+            "a-research-0": "queue a at 0% of cpu for priority class research, limit 0%"
+            " (this job would take it to 12.5%)"
+        },
+        limits=RoundLimits(class_fractions={"a": {"research": {"cpu": 0.0}}}),
+    ),
+    Case(
         "the wildcard tolerates every taint",
         [node("cpu0", used=4), node("big0", BIG_TAINT)],
         [job(0, "anywhere")],
@@ -183,6 +208,7 @@ def test_away_node_types(case: Case) -> None:
         running=case.running,
         fair_share_preemption=False,
         away=AwayPlanner(AWAY, NODE_TYPES),
+        limits=case.limits,
     )
     assert {lease.job_id: lease.node for lease in result.leases} == case.placed
     assert {j: o.priority for j, o in result.away.items()} == case.away
