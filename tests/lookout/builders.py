@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from armada.models import Executor, Job, Node, Run
@@ -54,3 +55,11 @@ def make_live_executor(name: str = "cluster-a", *, nodes: int = 4, now: Any) -> 
             allocatable={"cpu": 16000, "memory": 64 * 1024**3 * 1000},
         )
     return executor
+
+
+def run_fact(html: str, run_id: str, label: str, css: str) -> str:
+    """The text of one fact (``<dt>label</dt><dd class="css">``) of a run's section on the
+    job page or the panel's Runs tab, tags stripped; "" when the run has no such fact."""
+    section = html.split(f'id="run-{run_id}"', 1)[1].split("</section>", 1)[0]
+    match = re.search(rf'<dt>{re.escape(label)}</dt><dd class="{css}">(.*?)</dd>', section, re.S)
+    return re.sub(r"<[^>]+>", "", match.group(1)) if match else ""

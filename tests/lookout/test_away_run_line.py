@@ -4,22 +4,18 @@ as ``awayNodeType`` and ``scheduledAtPriority``."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
 from armada.models import Run
 from armada.services.submit import job_submit
 from tests.conftest import T0, at, job_file
-from tests.lookout.builders import make_run
+from tests.lookout.builders import make_run, run_fact
 
 pytestmark = pytest.mark.django_db
 
 
 def away_line(html: str, run_id: str) -> str:
-    section = html.split(f'id="run-{run_id}"', 1)[1].split("</section>", 1)[0]
-    match = re.search(r'<dt>Away from home</dt><dd class="away">(.*?)</dd>', section, re.S)
-    return re.sub(r"<[^>]+>", "", match.group(1)) if match else ""
+    return run_fact(html, run_id, "Away from home", "away")
 
 
 @pytest.fixture

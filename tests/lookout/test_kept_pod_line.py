@@ -4,7 +4,6 @@ detail carries the same time as ``podKeptUntil``."""
 
 from __future__ import annotations
 
-import re
 from datetime import datetime, timedelta
 
 import pytest
@@ -13,16 +12,14 @@ from django.utils import timezone
 from armada.models import Run
 from armada.services.submit import job_submit
 from tests.conftest import T0, at, job_file
-from tests.lookout.builders import make_run
+from tests.lookout.builders import make_run, run_fact
 
 pytestmark = pytest.mark.django_db
 
 
 def kept_line(html: str, run_id: str) -> str:
-    """The text of the run's "Kept pod" fact, tags stripped; "" when it has none."""
-    section = html.split(f'id="run-{run_id}"', 1)[1].split("</section>", 1)[0]
-    match = re.search(r'<dt>Kept pod</dt><dd class="pod-kept">(.*?)</dd>', section, re.S)
-    return re.sub(r"<[^>]+>", "", match.group(1)) if match else ""
+    """The text of the run's "Kept pod" fact; "" when it has none."""
+    return run_fact(html, run_id, "Kept pod", "pod-kept")
 
 
 @pytest.fixture
