@@ -19,10 +19,18 @@ milli-units). A job not matching any type of an entry skips the entry.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from armada.core.snapshot import Taint, Toleration
+from armada.core.nodeindex import NodeIndex
+from armada.core.snapshot import (
+    REASON_NO_RESOURCES,
+    QueuedJob,
+    RoundResult,
+    Taint,
+    Toleration,
+    _shape,
+)
 
 WILDCARD = "*"
 OPERATORS = (">", "<", "==")
@@ -169,3 +177,32 @@ def with_tolerations(pod_spec: dict[str, Any], tolerations: list[dict[str, str]]
     merged = list(own) if isinstance(own, list) else []
     merged += [t for t in tolerations if t not in merged]
     return {**pod_spec, "tolerations": merged}
+
+
+class AwayMixin:
+    """Away placement within a round (``scheduling._Round``, which provides ``index``,
+    ``result``, ``away`` (an :class:`AwayPlanner`), ``place`` and ``try_urgency``)."""
+
+    index: NodeIndex
+    result: RoundResult
+    away: AwayPlanner
+
+    def try_away(self, job: QueuedJob) -> bool:
+        """Place ``job`` on another node type (``core.away``): each of its class's away
+        options in order, with the option's tolerations and at its priority (which may
+        evict only less urgent jobs). The home reason stays the job's reason if none
+        works."""
+        index = self.index
+        for option in self.away.options(job.priority_class, job.requests.to_dict()):
+            away = replace(
+                job, tolerations=(*job.tolerations, *option.tolerations), urgency=option.priority
+            )
+            scan = index.scan(away, _shape(away))
+            view = index.first_fit(scan)
+            if view is not None:
+                self.place(away, view)
+            elif not (scan.reason() == REASON_NO_RESOURCES and self.try_urgency(away, scan)):
+                continue
+            self.result.away[job.id] = option
+            return True
+        return False

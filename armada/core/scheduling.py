@@ -69,10 +69,9 @@ jobs that may be evicted), ``gangs`` and ``preemption`` (parts of the round's st
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import replace
 from heapq import heappop, heappush
 
-from armada.core.away import AwayPlanner
+from armada.core.away import AwayMixin, AwayPlanner
 from armada.core.fairshare import weighted_cost
 from armada.core.gangs import GangMixin
 from armada.core.limits import (
@@ -146,7 +145,7 @@ __all__ = [
 ]
 
 
-class _Round(GangMixin, PreemptionMixin):
+class _Round(GangMixin, PreemptionMixin, AwayMixin):
     """The mutable state of one round: the nodes and their free space (``index``), the
     running jobs and what has been evicted (``victims``), what each queue uses, and what
     has been leased so far."""
@@ -283,26 +282,6 @@ class _Round(GangMixin, PreemptionMixin):
         if self.away and self.try_away(job):
             return True
         self.result.unschedulable[job.id] = reason
-        return False
-
-    def try_away(self, job: QueuedJob) -> bool:
-        """Place ``job`` on another node type (``core.away``): each of its class's away
-        options in order, with the option's tolerations and at its priority (which may
-        evict only less urgent jobs). The home reason stays the job's reason if none
-        works."""
-        index = self.index
-        for option in self.away.options(job.priority_class, job.requests.to_dict()):
-            away = replace(
-                job, tolerations=(*job.tolerations, *option.tolerations), urgency=option.priority
-            )
-            scan = index.scan(away, _shape(away))
-            view = index.first_fit(scan)
-            if view is not None:
-                self.place(away, view)
-            elif not (scan.reason() == REASON_NO_RESOURCES and self.try_urgency(away, scan)):
-                continue
-            self.result.away[job.id] = option
-            return True
         return False
 
 

@@ -42,7 +42,7 @@ from django.db.models import Q, TextField
 from django.db.models.functions import Cast
 
 from armada.core.away import with_tolerations
-from armada.core.limits import strip_floating
+from armada.core.floating import strip_floating
 from armada.core.states import RunState
 from armada.models import Executor, Run
 from armada.services.executor_nodes import ReportedNode, executor_heartbeat_and_nodes

@@ -13,7 +13,7 @@ from typing import Any
 from django.db import connection
 from django.utils.dateparse import parse_datetime
 
-from armada.core.limits import split_floating
+from armada.core.floating import split_floating
 from armada.core.quantity import Resources
 from armada.core.scheduling import Toleration
 from armada.core.snapshot import NO_FLOATING

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 from django.conf import settings
 
-from armada.core.limits import split_floating
+from armada.core.floating import split_floating
 from armada.core.quantity import Resources
 from armada.core.scheduling import NodeState, QueuedJob, Taint, Toleration
 from armada.models import Job, Node

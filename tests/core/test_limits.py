@@ -19,8 +19,6 @@ from armada.core.limits import (
     RoundLimits,
     class_fractions,
     percent,
-    split_floating,
-    strip_floating,
 )
 from armada.core.quantity import Resources
 from armada.core.scheduling import (
@@ -365,15 +363,6 @@ def test_percent(value: float, text: str) -> None:
     assert percent(value) == text
 
 
-def test_split_floating() -> None:
-    assert split_floating({"cpu": 1000, "licences": 2000}, frozenset({"licences"})) == (
-        {"cpu": 1000},
-        {"licences": 2000},
-    )
-    assert split_floating({"cpu": 1000}, frozenset({"licences"})) == ({"cpu": 1000}, {})
-    assert split_floating({"cpu": 1000}, frozenset()) == ({"cpu": 1000}, {})
-
-
 SCOPES = [
     (RoundLimits(to_schedule={"cpu": 0.0}), {"cpu": 1}, SCOPE_ROUND),
     (RoundLimits(queue_tokens={"a": 0}, queue_burst=3), {}, SCOPE_QUEUE),
@@ -419,32 +408,6 @@ def test_evictions_free_what_the_limits_count() -> None:
     state.evicted([running("a", 0, "n0", floating=1)])
     assert state.hold([job("a", 1)]) is None
     assert state.hold([job("b", 1, floating=1)]) is None
-
-
-STRIPS = [
-    (
-        {"containers": [{"name": "m", "resources": {"requests": {"cpu": "1", "lic": "2"}}}]},
-        {"containers": [{"name": "m", "resources": {"requests": {"cpu": "1"}}}]},
-    ),
-    (
-        {
-            "initContainers": [{"resources": {"limits": {"lic": "1"}, "claims": [{"n": "x"}]}}],
-            "containers": [{"name": "m"}],
-            "nodeSelector": {"a": "b"},
-        },
-        {
-            "initContainers": [{"resources": {"limits": {}, "claims": [{"n": "x"}]}}],
-            "containers": [{"name": "m"}],
-            "nodeSelector": {"a": "b"},
-        },
-    ),
-    ({"containers": "not a list"}, {"containers": "not a list"}),
-]
-
-
-@pytest.mark.parametrize("spec,expected", STRIPS)
-def test_strip_floating_takes_only_the_floating_resources_out(spec, expected) -> None:
-    assert strip_floating(spec, frozenset({"lic"})) == expected
 
 
 class Ticks:
