@@ -12,8 +12,7 @@ from collections import Counter as _Tally
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 
-from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db import IntegrityError, connection, transaction
 
 from armada.models import MetricCounter
 
@@ -23,24 +22,42 @@ def labels_key(labels: Mapping[str, str]) -> str:
 
 
 def counters_add(*, name: str, increments: Mapping[tuple[tuple[str, str], ...], int]) -> None:
-    """Add to counter ``name``; ``increments`` maps label tuples ``(("k", "v"), ...)`` to amounts."""
-    for label_items, amount in sorted(increments.items()):
+    """Add to counter ``name``; ``increments`` maps label tuples ``(("k", "v"), ...)`` to amounts.
+
+    One ``INSERT ... ON CONFLICT DO UPDATE`` per few hundred label sets (a missing row is
+    created with the amount, an existing one has it added), rows in ``labels_key`` order: a
+    cycle's leases add to thousands of per-node counters, and a statement per label set
+    cost seconds."""
+    amounts: dict[str, tuple[dict[str, str], int]] = {}
+    for label_items, amount in increments.items():
         if not amount:
             continue
         labels = dict(label_items)
         key = labels_key(labels)
-        with transaction.atomic():
-            updated = MetricCounter.objects.filter(name=name, labels_key=key).update(
-                value=F("value") + amount
+        _, before = amounts.get(key, (labels, 0))
+        amounts[key] = (labels, before + amount)
+    if not amounts:
+        return
+    table = connection.ops.quote_name(MetricCounter._meta.db_table)
+    labels_field = MetricCounter._meta.get_field("labels")
+    ordered = sorted(amounts.items())
+    with transaction.atomic(), connection.cursor() as cursor:
+        for start in range(0, len(ordered), _UPSERT_BATCH):
+            batch = ordered[start : start + _UPSERT_BATCH]
+            row = "(%s, %s, %s, %s)"
+            params: list = []
+            for key, (labels, amount) in batch:
+                params += [name, key, labels_field.get_db_prep_save(labels, connection), amount]
+            cursor.execute(
+                f"INSERT INTO {table} (name, labels_key, labels, value)"
+                f" VALUES {', '.join([row] * len(batch))}"
+                f" ON CONFLICT (name, labels_key) DO UPDATE SET value = {table}.value"
+                " + excluded.value",
+                params,
             )
-            if not updated:
-                _, created = MetricCounter.objects.get_or_create(
-                    name=name, labels_key=key, defaults={"labels": labels, "value": amount}
-                )
-                if not created:
-                    MetricCounter.objects.filter(name=name, labels_key=key).update(
-                        value=F("value") + amount
-                    )
+
+
+_UPSERT_BATCH = 500
 
 
 def tally(*label_dicts: Mapping[str, str]) -> dict[tuple[tuple[str, str], ...], int]:

@@ -225,25 +225,74 @@ def job_state_changes_count(changes: _Changes) -> None:
     tally.write()
 
 
-def job_state_leases_count(*, runs: Iterable[Mapping]) -> None:
+def job_state_leases_count(
+    *, runs: Iterable[Mapping], jobs: Mapping[str, tuple[str, datetime]] | None = None
+) -> None:
     """Count the leases the scheduler writes (``runs`` as it inserts them), in its
-    transaction, after its events: one query for the jobs' queues and submission times."""
-    from types import SimpleNamespace
+    transaction, after its events. ``jobs`` gives each job's queue and submission time (as
+    the lease's claim returned them); without it they are read (one query).
 
-    from armada.models import Job
-
+    The same increments as :meth:`Tally.transition` of each run from ``queued`` to
+    ``leased`` (a new run has no earlier moment, so the prior state is always ``queued``,
+    since the submission), summed per label set as they are made: a cycle writes ten
+    thousand leases, and a call per run cost half a second."""
     rows = list(runs)
-    jobs = dict(
-        (id_, (queue, submitted))
-        for id_, queue, submitted in Job.objects.filter(
-            id__any=[r["job_id"] for r in rows]
-        ).values_list("id", "queue", "submitted_at")
-    )
-    tally = Tally()
+    if jobs is None:
+        from armada.models import Job
+
+        jobs = {
+            id_: (queue, submitted)
+            for id_, queue, submitted in Job.objects.filter(
+                id__any=[r["job_id"] for r in rows]
+            ).values_list("id", "queue", "submitted_at")
+        }
+    per_queue: Counter[tuple[str, str]] = Counter()
+    per_node: Counter[tuple[str, str, str]] = Counter()
+    ms_queue: Counter[tuple[str, str]] = Counter()
+    ms_node: Counter[tuple[str, str, str]] = Counter()
+    res_queue: Counter[tuple[tuple[str, str], str]] = Counter()
+    res_node: Counter[tuple[tuple[str, str, str], str]] = Counter()
     for row in rows:
         queue, submitted = jobs[row["job_id"]]
-        run = SimpleNamespace(**{**row, "leased_at": None}, pending_at=None, running_at=None)
-        tally.transition(
-            queue=queue, run=run, state="leased", at=row["leased_at"], submitted=submitted
-        )
+        seconds = (row["leased_at"] - submitted).total_seconds()
+        if seconds <= 0:
+            continue
+        q = (queue, row["pool"])
+        n = (row["node"], row["pool"], row["executor"])
+        per_queue[q] += 1
+        per_node[n] += 1
+        ms = round(seconds * 1000)
+        if ms > 0:
+            ms_queue[q] += ms
+            ms_node[n] += ms
+        for resource, milli in (row["requests"] or {}).items():
+            amount = whole_resource_seconds(resource, int(milli), seconds)
+            if amount > 0:
+                res_queue[(q, resource)] += amount
+                res_node[(n, resource)] += amount
+    moved = (("state", "leased"), ("priorState", "queued"))
+
+    def queue_labels(q: tuple[str, str]) -> Labels:
+        return (("queue", q[0]), ("pool", q[1]), *moved)
+
+    def node_labels(n: tuple[str, str, str]) -> Labels:
+        return (("node", n[0]), ("pool", n[1]), ("cluster", n[2]), *moved)
+
+    tally = Tally()
+    for name, counts, labels in (
+        (BY_QUEUE, per_queue, queue_labels),
+        (BY_NODE, per_node, node_labels),
+        (SECONDS_BY_QUEUE, ms_queue, queue_labels),
+        (SECONDS_BY_NODE, ms_node, node_labels),
+    ):
+        if counts:
+            tally.counts[name] = Counter({labels(k): v for k, v in counts.items()})
+    for name, counts, labels in (
+        (RESOURCE_BY_QUEUE, res_queue, queue_labels),
+        (RESOURCE_BY_NODE, res_node, node_labels),
+    ):
+        if counts:
+            tally.counts[name] = Counter(
+                {(*labels(k), ("resource", r)): v for (k, r), v in counts.items()}
+            )
     tally.write()

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from armada.models import MetricGauge
+from armada.services.bulk import insert_rows
 from armada.services.counters import labels_key
 
 #: name -> [(labels, value)]
@@ -22,18 +23,18 @@ def gauges_replace(*, names: Iterable[str], rows: GaugeRows) -> None:
     """Delete every row of ``names`` and write ``rows`` (call in the cycle's transaction)."""
     names = sorted(set(names) | set(rows))
     MetricGauge.objects.filter(name__in=names).delete()
-    MetricGauge.objects.bulk_create(
+    insert_rows(
+        MetricGauge,
         [
-            MetricGauge(
-                name=name,
-                labels_key=labels_key(labels),
-                labels=dict(labels),
-                value=float(value),
-            )
+            {
+                "name": name,
+                "labels_key": labels_key(labels),
+                "labels": dict(labels),
+                "value": float(value),
+            }
             for name in names
             for labels, value in rows.get(name, ())
         ],
-        batch_size=2000,
     )
 
 
