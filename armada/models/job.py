@@ -17,12 +17,15 @@ class Job(models.Model):
     """
 
     id = models.CharField(primary_key=True, max_length=26)
+    # No index of its own: ``job_lookout_queue_idx`` (queue, id) answers every query on the
+    # queue, and each index more is written by every lease (migration 0029).
     queue = models.ForeignKey(
         "armada.Queue",
         to_field="name",
         db_column="queue",
         on_delete=models.PROTECT,
         related_name="jobs",
+        db_index=False,
     )
     job_set = models.CharField(max_length=1024)
     # The submitter's deduplication key (Armada's clientId): at most one job per key in a
@@ -132,7 +135,9 @@ class Run(models.Model):
     """One attempt at a job, on one node of one executor, with its outcome and decision trail."""
 
     id = models.CharField(primary_key=True, max_length=26)
-    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="runs")
+    # No index of its own: ``run_lookout_latest_idx`` (job, id) answers every query on the
+    # job (migration 0029).
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="runs", db_index=False)
     executor = models.CharField(max_length=63)
     node = models.CharField(max_length=253)
     pool = models.CharField(max_length=63)
