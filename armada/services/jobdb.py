@@ -22,6 +22,13 @@ Invariants, after each sync:
   (:meth:`QueuedJob.order_key`); ``gangs`` holds the queued members of each gang;
 - ``runs`` holds exactly the active (leased, pending, running) runs, one per job.
 
+The leases this process writes are applied here as soon as they commit
+(:meth:`JobDb.note_leased`), as a re-read would apply them, and remembered in
+``own_leases`` (job -> run) until the sync that reads their ``leased`` events: a job whose
+only events since the cursor are such a lease is not read again (ten thousand rows a cycle
+that would only say what is already here). A job with any other event is read as usual, so
+a change made meanwhile by anyone else (a cancel, a report) is never missed.
+
 Objects of the same shape (requests, node selector, tolerations) are shared between jobs, so
 a million queued jobs cost a few hundred bytes each.
 """
@@ -34,6 +41,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import islice
+from typing import Any
 
 from django.db.models import Max
 from sortedcontainers import SortedKeyList
@@ -42,7 +50,7 @@ from armada.core.config import PriorityClass
 from armada.core.quantity import Resources
 from armada.core.scheduling import QueuedJob
 from armada.core.snapshot import NO_FLOATING
-from armada.core.states import JobState, RunState
+from armada.core.states import EventType, JobState, RunState
 from armada.models import Event
 from armada.services.bulk import sql_in
 from armada.services.jobdb_rows import CHUNK, Interner, job_query, moment, read_rows, run_query
@@ -98,6 +106,9 @@ class JobDb:
     delayed: dict[str, tuple[datetime, QueuedJob]] = field(default_factory=dict)
     # The latest ``now`` a sync was given; None before (every job with a time waits then).
     now: datetime | None = None
+    # job id -> run id of leases written by this process and applied by ``note_leased``,
+    # until a sync reads their ``leased`` events (see the module docstring).
+    own_leases: dict[str, str] = field(default_factory=dict)
     _intern: Interner = field(init=False)
     _due: list[tuple[datetime, str]] = field(default_factory=list)  # heap over ``delayed``
 
@@ -149,11 +160,22 @@ class JobDb:
         rows = list(
             Event.objects.filter(id__gt=self.cursor, id__lte=newest)
             .order_by("id")
-            .values_list("id", "job_id")[:max_events]
+            .values_list("id", "job_id", "type", "run_id")[:max_events]
         )
         upto = rows[-1][0] if len(rows) == max_events else newest
-        job_ids = {job_id for _, job_id in rows}
+        own = self.own_leases
+        job_ids: set[str] = set()
+        seen_own: list[str] = []
+        for _, job_id, type_, run_id in rows:
+            if own and type_ == EventType.LEASED and own.get(job_id) == run_id:
+                seen_own.append(job_id)  # applied already (``note_leased``)
+            else:
+                job_ids.add(job_id)
         job_ids.discard("")
+        for job_id in seen_own:
+            own.pop(job_id, None)
+        for job_id in job_ids:
+            own.pop(job_id, None)
         self.reload(job_ids)
         self.cursor = upto
         return SyncReport(events=len(rows), jobs=len(job_ids))
@@ -167,6 +189,7 @@ class JobDb:
         self.runs.clear()
         self.delayed.clear()
         self._due.clear()
+        self.own_leases.clear()
         where, params = sql_in("state", LIVE_JOB_STATES)
         count = self._apply_jobs(read_rows(job_query(where), params, server_side=True))
         where, params = sql_in("r.state", ACTIVE_RUN_STATES)
@@ -188,6 +211,44 @@ class JobDb:
             where, params = sql_in("r.job_id", chunk)
             active, active_params = sql_in("r.state", ACTIVE_RUN_STATES)
             self._apply_runs(read_rows(run_query(f"{where} AND {active}"), params + active_params))
+
+    def note_leased(self, runs: Iterable[Mapping[str, Any]]) -> int:
+        """Apply leases this process has just committed: ``runs`` as
+        ``services.scheduler_leases.write_leases`` inserted them (``job_id``, ``id``,
+        ``executor``, ``node``, ``pool``, ``requests``, ``scheduled_priority`` when away).
+        Each job leaves the queue and its run becomes active, exactly as a re-read of the
+        rows would make them, and the next sync skips the lease's own event (the module
+        docstring). A job not queued here is left to the sync. Returns how many were
+        applied."""
+        intern = self._intern
+        applied = 0
+        for run in runs:
+            job_id = run["job_id"]
+            job = self.queued.get(job_id)
+            if job is None:
+                waiting = self.delayed.get(job_id)
+                job = waiting[1] if waiting is not None else None
+            if job is None:
+                continue
+            self._forget(job_id)
+            on_node, floating = intern.node_and_floating(run["requests"])
+            self.runs[job_id] = ActiveRun(
+                id=run["id"],
+                job_id=job_id,
+                queue=job.queue,
+                pool=run["pool"],
+                executor=run["executor"],
+                node=run["node"],
+                requests=on_node,
+                priority_class=job.priority_class,
+                gang_id=job.gang_id,
+                stopping=False,
+                floating=floating,
+                scheduled_priority=run.get("scheduled_priority"),
+            )
+            self.own_leases[job_id] = run["id"]
+            applied += 1
+        return applied
 
     def _forget(self, job_id: str) -> None:
         self.runs.pop(job_id, None)

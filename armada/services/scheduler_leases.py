@@ -8,6 +8,7 @@ read it is left alone and seen again at the next sync.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections.abc import Mapping
@@ -24,6 +25,7 @@ from armada.services.bulk import insert_rows, values_table
 from armada.services.events import NewEvent, events_append
 from armada.services.ids import new_id
 from armada.services.job_state_metrics import job_state_leases_count
+from armada.services.jobdb_rows import moment
 
 log = logging.getLogger("armada.services.scheduler")
 
@@ -37,23 +39,27 @@ def write_leases(
     now: datetime,
     new_run_ids: dict[str, str] | None = None,
     away: Mapping[str, AwayOption] | None = None,
+    written: list[dict] | None = None,
 ) -> list[str]:
     """Create runs and move jobs to leased; only jobs still queued at commit time are leased
     (a job cancelled or changed meanwhile is left alone and seen again at the next sync).
     ``new_run_ids`` is given each leased job's new run id; ``away`` holds the jobs placed
     away from home (``core.away``), whose runs keep the node type, the priority they run at
-    and their pods' extra tolerations."""
+    and their pods' extra tolerations. ``written`` is given the run rows inserted once they
+    are committed (for ``services.jobdb.JobDb.note_leased``)."""
     new_runs: dict[str, tuple[str, str, str, str]] = {}  # job -> (run, executor, node, pool)
     for pool, lease in leases:
         new_runs.setdefault(lease.job_id, (new_id(), lease.executor, lease.node, pool))
     with transaction.atomic():
         rows = _claim_queued(new_runs, now)
         runs, events = [], []
+        jobs: dict[str, tuple[str, datetime]] = {}  # job -> (queue, submitted), for metrics
         for job_id, (run_id, executor, node, pool) in new_runs.items():
             row = rows.get(job_id)
             if row is None:
                 continue
-            job_id, queue, job_set, requests = row
+            job_id, queue, job_set, requests, submitted = row
+            jobs[job_id] = (queue, moment(submitted))
             if not isinstance(requests, dict):
                 requests = json.loads(requests)
             run = {
@@ -90,7 +96,11 @@ def write_leases(
         leased = [r["job_id"] for r in runs]
         insert_rows(Run, runs)
         events_append(events=events)
-        job_state_leases_count(runs=runs)
+        job_state_leases_count(runs=runs, jobs=jobs)
+        if written is not None:
+            # Only once they are really committed (not when an outer transaction still
+            # holds them: the next sync then reads them as any change).
+            transaction.on_commit(functools.partial(written.extend, runs))
     if new_run_ids is not None:
         new_run_ids.update((r["job_id"], r["id"]) for r in runs)
     log.info("scheduling cycle leased %d job(s)", len(runs))
@@ -105,10 +115,10 @@ def _claim_queued(
 ) -> dict[str, tuple]:
     """Move the jobs of ``new_runs`` (job -> its new run, executor, node and pool) that are
     still queued, and not waiting for a retry delay past ``now``, to leased, with the new run
-    as their latest (``services.latest_run``), in
-    one statement per few thousand (the row lock, the check and the change at once); returns
-    ``{id: (id, queue, job set, requests)}`` of the jobs moved. Call inside the transaction
-    that also writes their runs and events."""
+    as their latest (``services.latest_run``), in one statement per few thousand (the row
+    lock, the check and the change at once); returns ``{id: (id, queue, job set, requests,
+    submitted at)}`` of the jobs moved. Call inside the transaction that also writes their
+    runs and events."""
     table = connection.ops.quote_name(Job._meta.db_table)
     at = connection.ops.adapt_datetimefield_value(now)
     claimed: dict[str, tuple] = {}
@@ -137,7 +147,7 @@ def _claim_queued(
                 f"WITH {values} UPDATE {table} SET state = %s, last_transition_at = %s,"
                 f" run_count = run_count + 1, retry_not_before = NULL, {latest} FROM v"
                 f" WHERE {table}.id = v.job AND {where} AND state = %s"
-                " RETURNING id, queue, job_set, requests",
+                " RETURNING id, queue, job_set, requests, submitted_at",
                 [
                     *params,
                     JobState.LEASED.value,

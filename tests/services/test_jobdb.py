@@ -150,3 +150,43 @@ def test_gangs_avoided_nodes_and_shared_shapes(settings, queue, owner, agent):
     assert db.avoid == {ids[2]: frozenset({"n-0"})}
     # Jobs of one shape share their requests object.
     assert db.queued[ids[2]].requests is db.queued[ids[3]].requests
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_schedulers_own_leases_are_applied_at_once_and_not_read_again(
+    settings, queue, owner, admin_user, agent
+):
+    """The leases a cycle commits are applied to the scheduler's own job database at once
+    (``JobDb.note_leased``); the next sync skips their ``leased`` events and still agrees
+    with a fresh load, and a job changed meanwhile by anyone else is read again."""
+    from armada.services import scheduler
+
+    scheduler.scheduler_state_reset()
+    ids = submit(owner, 6, at(1))
+    scheduler_cycle(now=at(2))
+    db, _ = scheduler.scheduler_state(settings.ARMADA)
+    leased = set(Job.objects.filter(state="leased").values_list("id", flat=True))
+    assert len(leased) == 4
+    assert set(db.own_leases) == leased  # applied, not read yet
+    assert set(db.runs) == leased
+    assert set(db.queued) == set(ids) - leased
+    assert view(db) == view(fresh(settings))
+
+    report = db.sync()
+    assert report.jobs == 0  # only our own leases' events since the cursor
+    assert db.own_leases == {}
+    assert view(db) == view(fresh(settings))
+
+    # Leased again, then one of them cancelled and the others reported by the executor
+    # before the next sync: those are read again, like any change.
+    scheduler_cycle(now=at(3))
+    assert view(db) == view(fresh(settings))
+    victim = sorted(db.own_leases)[0] if db.own_leases else sorted(leased)[0]
+    jobs_cancel(
+        actor=admin_user, queue="demo", job_set="set-1", job_ids=[victim], reason="", now=at(4)
+    )
+    agent.tick(at(5))
+    db.sync()
+    assert db.own_leases == {}
+    assert view(db) == view(fresh(settings))
+    scheduler.scheduler_state_reset()
