@@ -333,7 +333,9 @@ def scheduler_cycle(*, now: datetime, clock: Callable[[], float] = time.monotoni
     for job_id in leased:
         report.unschedulable.pop(job_id, None)
     new_runs: dict[str, str] = {}
-    leased_ids = write_leases(leases, now, new_runs, away) if leases else []
+    lease_runs: list[dict] = []
+    leased_ids = write_leases(leases, now, new_runs, away, lease_runs) if leases else []
+    db.note_leased(lease_runs)  # the next sync need not read these jobs again
     bucket.take(clock(), len(leased_ids))
     if buckets is not None and leased_ids:
         written = set(leased_ids)
