@@ -1,32 +1,51 @@
 """The scheduler's limits through real processes (web, grpc, a Celery scheduler with beat and
-two executors on the fake backend, PostgreSQL and Redis in CI): which jobs run under each
+three executors on the fake backend, PostgreSQL and Redis in CI): which jobs run under each
 limit, and the reason recorded for each job that waits ("why pending", read through the API
 as a user reads it).
 
-One system serves the module (starting one costs more than most of these tests). It has two
-pools of 8 cpu each: ``default`` (executor ``main``, two nodes labelled ``site=main``) and
-``second`` (executor ``east``, one node labelled ``site=east``), and every limit at once:
+One system serves the module (starting one costs more than most of these tests). It has three
+pools of 8 cpu each: ``default`` (executor ``main``, two nodes labelled ``site=main``),
+``second`` (executor ``east``, one node labelled ``site=east``) and ``third`` (executor
+``west``: a node tainted ``team=west`` and a ``gpu`` node tainted ``gpu=true``, both labelled
+``site=west``), and every limit at once:
 
 - priority class ``capped``: a queue may hold 25% of a pool's cpu (2 cpu);
 - priority class ``pooled``: 25%, but 50% in ``second``;
 - a round in ``second`` hands out at most 10% of its cpu, plus the job that crosses it;
 - each queue leases at most ``RATE`` jobs a second, with a burst of ``BURST``;
-- ``second`` has 2 licences (a floating resource), ``default`` none.
+- ``second`` has 2 licences (a floating resource), ``default`` and ``third`` none;
+- priority class ``research`` (preemptible) may run away from home on ``gpu`` nodes at
+  priority 500; class ``gpu-home``'s jobs tolerate the gpu taint (those nodes are their home);
+- an executor holding more than ``UNACKNOWLEDGED`` leases it has not acknowledged sits out.
+
+Only jobs that tolerate a ``third`` node's taint can use that pool, and only this module's away
+and acknowledgement tests submit such jobs, so the other tests see two pools' worth of room
+(the class fractions are of each pool's own cpu: ``third``'s 8 cpu change nothing in the
+others). ``UNACKNOWLEDGED`` is ``BURST``: no other test leases more than that to one executor
+in a round (the rate test's burst is exactly that many), so the limit can at most hold back
+an executor for a round, which no other test's assertions depend on.
 
 Each test has queues of its own, and its queues' jobs are cancelled when it ends, so that
 the next test starts with empty nodes and no queue holding anything. No test but the rate
 test leases more than ``BURST`` jobs of one queue, so the rate only shows there.
 
-Every queued job is offered to both pools in each cycle, ``default`` first, and a job shows
-the reason of the last round that reached it: ``second``'s, whenever ``second``'s round got
-to it. Where the tests read a class limit's reason, both pools hold the job with the same
+Every queued job is offered to every pool in each cycle (``default``, ``second``, then
+``third``). A job's reason is that of waiting in a pool (room, a limit), the last such pool's
+when several hold it, over a pool it cannot use at all ("no node matches"); a job that only
+such pools reached, while a limit stopped another pool's round before it, is told it was not
+reached. Where the tests read a class limit's reason, both pools hold the job with the same
 numbers (the pools are equal); the floating resource's reason is ``second``'s, the only pool
 with licences."""
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
@@ -42,6 +61,14 @@ FAKE = "fake.armadaproject.io/"
 SITE = "site"
 LICENCE = "example.com/licence"
 RATE, BURST = 2.0, 12
+UNACKNOWLEDGED = BURST  # maxUnacknowledgedJobsPerExecutor
+WEST, WEST_GPU, GPU = "west", "west-gpu", "gpu"
+TEAM_TAINT = {"key": "team", "value": "west", "effect": "NoSchedule"}
+GPU_TAINT = {"key": "gpu", "value": "true", "effect": "NoSchedule"}
+TEAM_TOLERATION = {"key": "team", "operator": "Equal", "value": "west", "effect": "NoSchedule"}
+GPU_TOLERATION = {"key": "gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"}
+AWAY_PRIORITY = 500
+STOPPED_FOR = 20.0  # seconds an executor may be kept stopped (executorTimeout is 30 s)
 WAIT = 90.0  # seconds any one wait may take on a busy machine
 POLICY = "retry-under-cap"
 CATEGORIES = {
@@ -74,10 +101,23 @@ def executor(executor_id: str, pool: str, count: int, cpu: str) -> dict:
     }
 
 
+def west_executor() -> dict:
+    """Pool ``third``'s executor: a node of team ``west`` and a ``gpu`` node, 4 cpu each,
+    each tainted so that no job of the other tests can use it."""
+    node = {"count": 1, "labels": {SITE: WEST}, "allocatable": {"cpu": "4", "memory": "32Gi"}}
+    return {
+        **executor(WEST, "third", 1, "4"),
+        "nodes": [
+            {**node, "name": WEST, "taints": [TEAM_TAINT]},
+            {**node, "name": WEST_GPU, "taints": [GPU_TAINT]},
+        ],
+    }
+
+
 CONFIG = {
     "scheduling": {
         "cyclePeriod": "300ms",
-        "pools": [{"name": "default"}, {"name": "second"}],
+        "pools": [{"name": "default"}, {"name": "second"}, {"name": "third"}],
         "priorityClasses": {
             "armada-default": {"priority": 1000, "preemptible": False},
             "armada-preemptible": {"priority": 1000, "preemptible": True},
@@ -92,7 +132,15 @@ CONFIG = {
                 "maximumResourceFractionPerQueue": {"cpu": 0.25},
                 "maximumResourceFractionPerQueueByPool": {"second": {"cpu": 0.5}},
             },
+            "research": {
+                "priority": 1000,
+                "preemptible": True,
+                "awayNodeTypes": [{"priority": AWAY_PRIORITY, "wellKnownNodeTypeName": GPU}],
+            },
+            "gpu-home": {"priority": 1000, "preemptible": False},
         },
+        "wellKnownNodeTypes": [{"name": GPU, "taints": [GPU_TAINT]}],
+        "maxUnacknowledgedJobsPerExecutor": UNACKNOWLEDGED,
         "maximumResourceFractionToScheduleByPool": {"second": {"cpu": 0.1}},
         "maximumPerQueueSchedulingRate": RATE,
         "maximumPerQueueSchedulingBurst": BURST,
@@ -103,7 +151,11 @@ CONFIG = {
     },
     "executorTimeout": "30s",
     "queueRefreshPeriod": "1s",
-    "executors": [executor("main", "default", 2, "4"), executor("east", "second", 1, "8")],
+    "executors": [
+        executor("main", "default", 2, "4"),
+        executor("east", "second", 1, "8"),
+        west_executor(),
+    ],
 }
 
 
@@ -185,6 +237,7 @@ def job(
     priority: int | None = None,
     licences: int = 0,
     site: str = "",
+    tolerations: list[dict[str, str]] | None = None,
     fake: dict[str, str] | None = None,
 ) -> dict:
     """A job for the fake backend: runs ``duration`` (then ends as ``fake`` asks)."""
@@ -203,11 +256,40 @@ def job(
     }
     if site:
         pod["nodeSelector"] = {SITE: site}
+    if tolerations:
+        pod["tolerations"] = tolerations
     annotations = {FAKE + "duration": duration} | {FAKE + k: v for k, v in (fake or {}).items()}
     body: dict[str, Any] = {"annotations": annotations, "podSpec": pod}
     if priority is not None:
         body["priority"] = priority
     return body
+
+
+def west_job(cpu: str, pc: str, toleration: dict[str, str] = TEAM_TOLERATION) -> dict:
+    """A job for pool ``third``: on ``site=west``, tolerating the team node's taint (or, with
+    ``GPU_TOLERATION``, the gpu node's: a job at home there)."""
+    return job(cpu, pc=pc, site=WEST, tolerations=[toleration])
+
+
+@contextmanager
+def executor_stopped(api: Api, executor_id: str) -> Iterator[Callable[[str, Callable], Any]]:
+    """The block runs with executor ``executor_id``'s process stopped (SIGSTOP; continued
+    afterwards whatever happens): it takes no lease and acknowledges nothing meanwhile, yet
+    is not lost while the block stays well within ``executorTimeout``. Yields the block's
+    ``wait(what, predicate)``, whose waits share ``STOPPED_FOR`` seconds."""
+    process = api.system.children[f"executor-{executor_id}"][0]
+    resume_by = time.monotonic() + STOPPED_FOR
+
+    def wait(what: str, predicate: Callable[[], Any]) -> Any:
+        left = max(resume_by - time.monotonic(), 1.0)
+        return api.system.wait_for(what, predicate, timeout=left, interval=0.2)
+
+    os.kill(process.pid, signal.SIGSTOP)
+    try:
+        yield wait
+        assert time.monotonic() < resume_by, f"executor {executor_id} was stopped too long"
+    finally:
+        os.kill(process.pid, signal.SIGCONT)
 
 
 def submit(api: Api, queue: str, job_set: str, jobs: list[dict]) -> list[str]:
@@ -315,14 +397,22 @@ def test_a_round_hands_out_at_most_its_fraction_of_the_pool_plus_one_job(api, qu
     """``maximumResourceFractionToScheduleByPool`` (10% of ``second``'s 8 cpu a round): 10
     half-cpu jobs for ``second``'s node are leased two a round (the second takes the round
     to 12.5%, over the limit, and ends it), so five rounds lease them, each its own lease
-    time; the job a round stopped at shows the round's reason meanwhile."""
+    time. Meanwhile the job a round stopped at shows the round's reason, and the jobs behind
+    it, which ``second``'s round never reached, are told so: never the "no node matches" of
+    the pools whose nodes they cannot use (no recorded reason is anything but the round's)."""
+    from armada.services.records import NOT_REACHED
+
     queue = queues("rounds")
     ids = submit(api, queue, "rounds", [job("500m", site="east") for _ in range(10)])
     seen: set[str] = set()
+    last_job: set[str] = set()
 
     def all_leased() -> bool:
         report = api.get(f"/reports/queues/{queue}", verbosity=1)
         seen.update(r["reason"] for r in report["pendingReasons"])
+        tail = api.get(f"/jobs/{ids[-1]}")
+        if tail["state"] == "queued" and reason(tail):
+            last_job.add(reason(tail))
         return not report["jobsByState"].get("queued")
 
     api.wait_for("every job of the queue to be leased", all_leased, interval=0.05)
@@ -331,7 +421,9 @@ def test_a_round_hands_out_at_most_its_fraction_of_the_pool_plus_one_job(api, qu
     assert [per_round[t] for t in sorted(per_round)] == [2, 2, 2, 2, 2]
     assert pools(jobs) == {"second": 10}
     stopped = "this round has already handed out 12.5% of the pool's cpu, limit 10% per round"
-    assert any(stopped in r for r in seen), seen
+    assert seen and all(stopped in r for r in seen), seen
+    # The last job is never the one a round stops at: it waits unreached until it is leased.
+    assert last_job == {NOT_REACHED}, last_job
 
 
 def test_a_queue_leases_a_burst_at_once_and_then_at_its_rate(api, queues):
@@ -339,7 +431,8 @@ def test_a_queue_leases_a_burst_at_once_and_then_at_its_rate(api, queues):
     in one round; the others follow about ``RATE`` a second (the k-th no sooner than k /
     ``RATE`` seconds after the burst, less a second for the cycles' own time). Meanwhile
     the queue's first waiting job shows the rate's reason, and the jobs behind it, which
-    the round no longer reached, say so."""
+    the round no longer reached, say so; no job shows any other reason (none of ``third``'s
+    "no node matches", whose nodes none of them tolerates)."""
     from armada.services.records import NOT_REACHED
 
     queue = queues("rate")
@@ -362,8 +455,9 @@ def test_a_queue_leases_a_burst_at_once_and_then_at_its_rate(api, queues):
     for k, when in enumerate(leased[BURST:], start=1):
         assert (when - first).total_seconds() >= k / RATE - 1.0, (k, leased)
     limited = f"queue {queue} scheduling rate limit exceeded"
-    assert any(limited in r for r in seen), seen
+    assert seen and all(limited in r for r in seen), seen
     assert NOT_REACHED in last_job, last_job
+    assert all(r == NOT_REACHED or limited in r for r in last_job), last_job
 
 
 def test_a_floating_resource_is_shared_by_the_pool_across_queues(api, queues):
@@ -496,3 +590,98 @@ def test_a_queues_own_limits_set_through_the_api_refine_the_class_limits(api, qu
     updated = api.send("PATCH", f"/queues/{queue}", {"resourceLimitsByPriorityClassName": limits})
     assert updated["resourceLimitsByPriorityClassName"] == limits
     settle(api, "the queue at its raised limit", ids, at_limits(2, "25%"))
+
+
+def test_a_job_runs_away_at_its_lower_priority_until_a_home_job_takes_the_node(api, queues):
+    """``awayNodeTypes``: class ``research``'s home in ``third`` is the team node (its jobs
+    tolerate only that taint). With it full (a 4-cpu research job), the next research job
+    goes to the ``gpu`` node: the lease its executor is sent (read while the executor is
+    stopped, before it takes it) gives its pod the gpu toleration after its own, and its
+    run, which then runs there, says so (``awayNodeType`` gpu, ``scheduledAtPriority``
+    500; the job at home has neither). A ``gpu-home`` job (priority 1000, tolerating the
+    gpu taint) that needs the whole gpu node then preempts it as a job of priority 500 is
+    (the reason names the home job and its higher urgency) and runs there itself, at home;
+    the research job at home is left alone."""
+    from armada.services.executor_rounds import _lease_rows
+
+    research, owners = queues("away-research"), queues("away-owners")
+    [home] = submit(api, research, "home", [west_job("4", "research")])
+    api.wait_for("the team node to be full", lambda: all_in(fetch(api, [home]), "running"))
+    with executor_stopped(api, WEST) as wait:
+        [away] = submit(api, research, "away", [west_job("2", "research")])
+        [leased] = wait("the research job's lease", lambda: all_in(fetch(api, [away]), "leased"))
+        [lease] = _lease_rows([leased["runs"][0]["id"]])
+        tolerations = json.loads(lease["pod_spec_json"])["tolerations"]
+        assert (lease["node"], tolerations) == (WEST_GPU, [TEAM_TOLERATION, GPU_TOLERATION])
+    jobs = api.wait_for("the away job to run", lambda: all_in(fetch(api, [home, away]), "running"))
+    home_run, away_run = (j["runs"][-1] for j in jobs)
+    placed = ("pool", "node", "awayNodeType", "scheduledAtPriority")
+    assert [home_run[k] for k in placed] == ["third", WEST, "", None], home_run
+    assert [away_run[k] for k in placed] == ["third", WEST_GPU, GPU, AWAY_PRIORITY], away_run
+
+    [owner] = submit(api, owners, "gpu", [west_job("4", "gpu-home", GPU_TOLERATION)])
+
+    def taken_back() -> list[dict] | None:
+        got = fetch(api, [away, owner])
+        return got if (got[0]["state"], got[1]["state"]) == ("preempted", "running") else None
+
+    evicted, took = api.wait_for("the home job to take the gpu node back", taken_back)
+    [run] = evicted["runs"]
+    assert run["state"] == "preempted"
+    assert run["message"] == f"preempted to make room for job {owner} of higher urgency 1000"
+    [took_run] = took["runs"]
+    assert [took_run[k] for k in placed] == ["third", WEST_GPU, "", None], took_run
+    untouched = api.get(f"/jobs/{home}")
+    assert (untouched["state"], len(untouched["runs"])) == ("running", 1)
+
+
+def test_a_class_without_away_node_types_never_uses_another_types_node(api, queues):
+    """A job of a class with no ``awayNodeTypes`` (``armada-default``), tolerating only the
+    team node's taint, waits while that node is full, round after round, with the reason of
+    no room, although the ``gpu`` node of its pool has room: a research job of the same
+    queue submitted after it goes there at once, and the waiting job still has no run."""
+    from armada.core.snapshot import REASON_NO_RESOURCES
+
+    queue = queues("stay-home")
+    [filler] = submit(api, queue, "filler", [west_job("4", "armada-default")])
+    api.wait_for("the team node to be full", lambda: all_in(fetch(api, [filler]), "running"))
+    [plain] = submit(api, queue, "plain", [west_job("1", "armada-default")])
+    api.wait_for(
+        "the plain job to wait for room",
+        lambda: reason(api.get(f"/jobs/{plain}")) == REASON_NO_RESOURCES,
+    )
+    [research] = submit(api, queue, "research", [west_job("1", "research")])
+    [ran] = api.wait_for(
+        "the research job to run away", lambda: all_in(fetch(api, [research]), "running")
+    )
+    assert (ran["runs"][0]["node"], ran["runs"][0]["awayNodeType"]) == (WEST_GPU, GPU)
+    after_rounds(api, 3)
+    still = api.get(f"/jobs/{plain}")
+    assert (still["state"], still["runs"], reason(still)) == ("queued", [], REASON_NO_RESOURCES)
+
+
+def test_an_executor_behind_on_acknowledging_leases_gets_no_more(api, queues):
+    """``maxUnacknowledgedJobsPerExecutor`` (``UNACKNOWLEDGED``): while executor ``west``'s
+    process is stopped (so that it acknowledges nothing, yet is not lost), the scheduler
+    leases it ``UNACKNOWLEDGED`` + 1 small jobs, which stay ``leased``; a job submitted then
+    waits round after round with the reason that the pool has no schedulable node (its
+    executor is behind), although the team node has room. Once the executor runs again
+    and acknowledges its leases, the job is leased to it and runs."""
+    from armada.core.snapshot import REASON_NO_NODES
+
+    queue = queues("unacknowledged")
+    small = west_job("100m", "armada-default")
+    with executor_stopped(api, WEST) as wait:
+        behind = submit(api, queue, "behind", [small] * (UNACKNOWLEDGED + 1))
+        wait("the jobs to be leased", lambda: all_in(fetch(api, behind), "leased"))
+        [late] = submit(api, queue, "late", [small])
+        wait(
+            "the late job to wait for a schedulable node",
+            lambda: reason(api.get(f"/jobs/{late}")) == REASON_NO_NODES,
+        )
+        after_rounds(api, 3)
+        waiting = api.get(f"/jobs/{late}")
+        assert (waiting["state"], reason(waiting)) == ("queued", REASON_NO_NODES)
+        assert all_in(fetch(api, behind), "leased")
+    [ran] = api.wait_for("the late job to run", lambda: all_in(fetch(api, [late]), "running"))
+    assert (ran["runs"][0]["executor"], ran["runs"][0]["node"]) == (WEST, WEST)
