@@ -8,6 +8,7 @@ under the event-log lock, which keeps their row locks out of the way of every ot
 
 from __future__ import annotations
 
+import json
 from collections import Counter as _Tally
 from collections.abc import Mapping
 from datetime import datetime, timedelta
@@ -24,10 +25,10 @@ def labels_key(labels: Mapping[str, str]) -> str:
 def counters_add(*, name: str, increments: Mapping[tuple[tuple[str, str], ...], int]) -> None:
     """Add to counter ``name``; ``increments`` maps label tuples ``(("k", "v"), ...)`` to amounts.
 
-    One ``INSERT ... ON CONFLICT DO UPDATE`` per few hundred label sets (a missing row is
-    created with the amount, an existing one has it added), rows in ``labels_key`` order: a
-    cycle's leases add to thousands of per-node counters, and a statement per label set
-    cost seconds."""
+    One ``INSERT ... ON CONFLICT DO UPDATE`` (on SQLite one per few hundred label sets): a
+    missing row is created with the amount, an existing one has it added, rows in
+    ``labels_key`` order. A cycle's leases add to thousands of per-node counters, and a
+    statement per label set cost seconds."""
     amounts: dict[str, tuple[dict[str, str], int]] = {}
     for label_items, amount in increments.items():
         if not amount:
@@ -39,22 +40,34 @@ def counters_add(*, name: str, increments: Mapping[tuple[tuple[str, str], ...], 
     if not amounts:
         return
     table = connection.ops.quote_name(MetricCounter._meta.db_table)
-    labels_field = MetricCounter._meta.get_field("labels")
     ordered = sorted(amounts.items())
+    upsert = (
+        f"INSERT INTO {table} (name, labels_key, labels, value) {{rows}}"
+        f" ON CONFLICT (name, labels_key) DO UPDATE SET value = {table}.value + excluded.value"
+    )
     with transaction.atomic(), connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            # One statement, one array per column, whatever the number of label sets.
+            cursor.execute(
+                upsert.format(
+                    rows="SELECT %s, k, l::jsonb, v FROM unnest(%s::text[], %s::text[],"
+                    " %s::bigint[]) AS u(k, l, v) ORDER BY k"
+                ),
+                [
+                    name,
+                    [key for key, _ in ordered],
+                    [json.dumps(labels) for _, (labels, _) in ordered],
+                    [amount for _, (_, amount) in ordered],
+                ],
+            )
+            return
         for start in range(0, len(ordered), _UPSERT_BATCH):
             batch = ordered[start : start + _UPSERT_BATCH]
-            row = "(%s, %s, %s, %s)"
             params: list = []
             for key, (labels, amount) in batch:
-                params += [name, key, labels_field.get_db_prep_save(labels, connection), amount]
-            cursor.execute(
-                f"INSERT INTO {table} (name, labels_key, labels, value)"
-                f" VALUES {', '.join([row] * len(batch))}"
-                f" ON CONFLICT (name, labels_key) DO UPDATE SET value = {table}.value"
-                " + excluded.value",
-                params,
-            )
+                params += [name, key, json.dumps(labels), amount]
+            values = ", ".join(["(%s, %s, %s, %s)"] * len(batch))
+            cursor.execute(upsert.format(rows=f"VALUES {values}"), params)
 
 
 _UPSERT_BATCH = 500
