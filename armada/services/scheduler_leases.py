@@ -72,6 +72,10 @@ def write_leases(
                 "requests": requests,
                 "pod_name": pod_name(job_id),
                 "leased_at": now,
+                # Every row gives the same fields (a COPY's columns are the batch's).
+                "away_node_type": "",
+                "scheduled_priority": None,
+                "away_tolerations": [],
             }
             payload = {"clusterId": executor, "nodeName": node, "pool": pool}
             option = away.get(job_id) if away else None
