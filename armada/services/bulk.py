@@ -186,9 +186,24 @@ def _copy_conversion(field: Field) -> Callable[[Any], Any] | None:
         return _copy_conversion(field.target_field)
     if isinstance(field, JSONField):
         # The column's input is JSON text, written with the field's own encoder (one
-        # instance for every value: ``json.dumps`` would make one a call).
+        # instance for every value: ``json.dumps`` would make one a call). A value object
+        # given for many rows (a lease's shared payload) is encoded once: the text is kept
+        # by the object's id, with the object, for as long as this conversion lives (one
+        # COPY), so that an id cannot be reused meanwhile.
         encode = (field.encoder or json.JSONEncoder)().encode
-        return lambda v: None if v is None else encode(v)
+        texts: dict[int, tuple[Any, str]] = {}
+
+        def convert(v: Any) -> str | None:
+            if v is None:
+                return None
+            known = texts.get(id(v))
+            if known is not None and known[0] is v:
+                return known[1]
+            text = encode(v)
+            texts[id(v)] = (v, text)
+            return text
+
+        return convert
     if isinstance(
         field, CharField | TextField | BooleanField | IntegerField | FloatField | DateTimeField
     ):

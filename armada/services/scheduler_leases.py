@@ -54,6 +54,10 @@ def write_leases(
         rows = _claim_queued(new_runs, now)
         runs, events = [], []
         jobs: dict[str, tuple[str, datetime]] = {}  # job -> (queue, submitted), for metrics
+        # Equal requests and payloads are one object each, so that COPY encodes each once
+        # (``bulk.insert_rows``); nothing changes them once made.
+        shared_requests: dict[tuple, dict] = {}
+        payloads: dict[tuple[str, str, str], dict] = {}
         for job_id, (run_id, executor, node, pool) in new_runs.items():
             row = rows.get(job_id)
             if row is None:
@@ -62,6 +66,7 @@ def write_leases(
             jobs[job_id] = (queue, moment(submitted))
             if not isinstance(requests, dict):
                 requests = json.loads(requests)
+            requests = shared_requests.setdefault(tuple(sorted(requests.items())), requests)
             run = {
                 "id": run_id,
                 "job_id": job_id,
@@ -77,9 +82,17 @@ def write_leases(
                 "scheduled_priority": None,
                 "away_tolerations": [],
             }
-            payload = {"clusterId": executor, "nodeName": node, "pool": pool}
             option = away.get(job_id) if away else None
-            if option is not None:
+            if option is None:
+                payload = payloads.get((executor, node, pool))
+                if payload is None:
+                    payload = payloads[(executor, node, pool)] = {
+                        "clusterId": executor,
+                        "nodeName": node,
+                        "pool": pool,
+                    }
+            else:
+                payload = {"clusterId": executor, "nodeName": node, "pool": pool}
                 run["away_node_type"] = option.label
                 run["scheduled_priority"] = option.priority
                 run["away_tolerations"] = [toleration_json(t) for t in option.tolerations]
