@@ -170,16 +170,25 @@ class JobDb:
         own = self.own_leases
         job_ids: set[str] = set()
         seen_own: list[str] = []
+        succeeded: set[str] = set()
         for _, job_id, type_, run_id in rows:
             if own and type_ == EventType.LEASED and own.get(job_id) == run_id:
                 seen_own.append(job_id)  # applied already (``note_leased``)
             else:
                 job_ids.add(job_id)
+                if type_ == EventType.SUCCEEDED:
+                    succeeded.add(job_id)
         job_ids.discard("")
         for job_id in seen_own:
             own.pop(job_id, None)
         for job_id in job_ids:
             own.pop(job_id, None)
+        # A ``succeeded`` event leaves its job succeeded (or as terminal as it was) and its
+        # run ended, and a terminal job never changes again nor gets another run: reading
+        # it would find nothing live, so it is only forgotten.
+        for job_id in succeeded:
+            self._forget(job_id)
+        job_ids -= succeeded
         self.reload(job_ids)
         self.cursor = upto
         return SyncReport(events=len(rows), jobs=len(job_ids))
