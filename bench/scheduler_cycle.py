@@ -8,7 +8,12 @@ queues straight into the job table (COPY on PostgreSQL), then measures:
 - --cycles further cycles; before each one, the runs leased by the previous cycle finish
   (rows and ``succeeded`` events written as the executors' reports would) and --submit new
   jobs arrive through the submit service, so each sync has real changes to read.
-Prints per-cycle time, p50/p95, leases per second and the process's resident memory.
+Before the cycles it measures the raw write limit of the same rows (``raw_write_limit``):
+--raw-leases leases' job updates, run rows and ``leased`` events written with the cycle's own
+statements and nothing else, in a transaction that is rolled back.
+Prints per-cycle time, p50/p95 (over every timed cycle, and over the cycles after the one in
+which the pool first fills), leases per second against that raw limit, and the process's
+resident memory.
 
 Usage: ARMADA_DEV=1 DATABASE_URL=postgres://postgres@127.0.0.1:5432/armada_bench \\
        .venv/bin/python bench/scheduler_cycle.py --nodes 1000 --queues 100 --jobs 100000
@@ -18,6 +23,8 @@ from __future__ import annotations
 
 import argparse
 import functools
+import gc
+import math
 import os
 import statistics
 import sys
@@ -133,6 +140,88 @@ def insert_jobs(rows) -> None:
         insert_rows(Job, batch)
 
 
+def raw_write_limit(n: int, now: datetime, *, explain: bool = False) -> tuple[int, float, dict]:
+    """Write ``n`` leases' rows as the cycle does and nothing else: the claiming ``UPDATE``
+    of the job rows (``scheduler_leases._claim_queued``, the very statement), the runs and
+    the ``leased`` events by COPY (``bulk.insert_rows``), then the deferred foreign-key
+    checks (``SET CONSTRAINTS ALL IMMEDIATE``, which a commit would run); in a transaction
+    that is rolled back, so the cycles that follow find the tables as they were (bar dead
+    row versions, as after any cycle). Jobs are taken evenly over the queued ones, runs
+    spread over the nodes. The rows are built before the clock starts; COPY's own encoding
+    is timed. Returns (leases written, seconds, seconds per step)."""
+    from django.db import connection, transaction
+
+    from armada.models import Event, Job, Node, Run
+    from armada.services.bulk import insert_rows
+    from armada.services.ids import new_id
+    from armada.services.scheduler_leases import _claim_queued, pod_name
+
+    queued = list(
+        Job.objects.filter(state="queued").order_by("id").values_list("id", "queue", "job_set")
+    )
+    stride = max(1, len(queued) // n)
+    picked = queued[::stride][:n]
+    nodes = list(Node.objects.order_by("name").values_list("executor_id", "name", "pool"))
+    new_runs = {
+        job_id: (new_id(), *nodes[i % len(nodes)]) for i, (job_id, _, _) in enumerate(picked)
+    }
+    requests = dict(Job.objects.filter(id__any=list(new_runs)).values_list("id", "requests"))
+    runs, events = [], []
+    for job_id, queue, job_set in picked:
+        run_id, executor, node, pool = new_runs[job_id]
+        runs.append(
+            {
+                "id": run_id,
+                "job_id": job_id,
+                "executor": executor,
+                "node": node,
+                "pool": pool,
+                "state": "leased",
+                "requests": requests[job_id],
+                "pod_name": pod_name(job_id),
+                "leased_at": now,
+            }
+        )
+        events.append(
+            {
+                "created": now,
+                "queue": queue,
+                "job_set": job_set,
+                "job_id": job_id,
+                "run_id": run_id,
+                "type": "leased",
+                "payload": {"clusterId": executor, "nodeName": node, "pool": pool},
+            }
+        )
+    steps: dict[str, float] = {}
+    with transaction.atomic():
+        if explain and connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_current_wal_lsn()")
+                (wal_before,) = cursor.fetchone()
+        start = time.perf_counter()
+        claimed = _claim_queued(new_runs, now)
+        steps["update jobs"] = time.perf_counter() - start
+        insert_rows(Run, runs)
+        steps["copy runs"] = time.perf_counter() - start - sum(steps.values())
+        insert_rows(Event, events)
+        steps["copy events"] = time.perf_counter() - start - sum(steps.values())
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        steps["constraint checks"] = time.perf_counter() - start - sum(steps.values())
+        took = time.perf_counter() - start
+        if explain and connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), %s)", [wal_before])
+                (wal,) = cursor.fetchone()
+            print(f"raw write: WAL {int(wal) / len(claimed):,.0f} bytes per lease")
+        transaction.set_rollback(True)
+    if len(claimed) != len(picked):
+        raise RuntimeError(f"raw write claimed {len(claimed)} of {len(picked)} jobs")
+    return len(claimed), took, steps
+
+
 def finish_runs(job_ids: list[str], now: datetime) -> None:
     """What the executors' reports would write: the runs succeeded, jobs succeeded, events."""
     from django.db import transaction
@@ -156,6 +245,57 @@ def finish_runs(job_ids: list[str], now: datetime) -> None:
         )
 
 
+STEP_TIMES: dict[str, float] = {}
+
+
+def time_steps() -> None:
+    """Time the cycle's steps (cumulative seconds by name in ``STEP_TIMES``) by wrapping the
+    functions ``services.scheduler`` and ``services.scheduler_leases`` call."""
+    from armada.services import jobdb, scheduler, scheduler_leases
+
+    def wrap(module, name: str, label: str) -> None:
+        inner = getattr(module, name)
+
+        @functools.wraps(inner)
+        def timed(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                took = time.perf_counter() - start
+                STEP_TIMES[label] = STEP_TIMES.get(label, 0.0) + took
+
+        setattr(module, name, timed)
+
+    for name in (
+        "counters_reset_if_due",
+        "runs_expire",
+        "failures_decide",
+        "_load_nodes",
+        "schedule_round",
+        "write_leases",
+        "runs_request_stops",
+        "records_write",
+        "duration_gauge_rows",
+        "cycle_metrics_write",
+    ):
+        wrap(scheduler, name, name)
+    wrap(jobdb.JobDb, "sync", "sync")
+    wrap(jobdb.JobDb, "note_leased", "note_leased")
+    started: list[float] = []
+
+    def collector(phase: str, info: dict) -> None:
+        if phase == "start":
+            started[:] = [time.perf_counter()]
+        elif started:
+            label = f"gc gen{info['generation']}"
+            STEP_TIMES[label] = STEP_TIMES.get(label, 0.0) + time.perf_counter() - started[0]
+
+    gc.callbacks.append(collector)
+    for name in ("_claim_queued", "insert_rows", "events_append", "job_state_leases_count"):
+        wrap(scheduler_leases, name, f"write_leases: {name}")
+
+
 def timed_cycle(scheduler, now: datetime, *, profile: bool):
     """One scheduling cycle; with ``profile``, its cProfile listing (by cumulative time)."""
     if not profile:
@@ -165,7 +305,9 @@ def timed_cycle(scheduler, now: datetime, *, profile: bool):
 
     with cProfile.Profile() as profiler:
         report = scheduler.scheduler_cycle(now=now)
-    pstats.Stats(profiler).sort_stats("cumulative").print_stats(30)
+    stats = pstats.Stats(profiler)
+    stats.sort_stats("cumulative").print_stats("armada/", 40)
+    stats.sort_stats("tottime").print_stats(15)
     return report
 
 
@@ -269,6 +411,46 @@ def gangs_scenario(args, now: datetime) -> None:
             )
 
 
+def check_jobdb(db, config) -> None:
+    """The scheduler's job database, synced once more, against a fresh load: the same
+    queued jobs in the same order and the same active runs."""
+    from armada.services.jobdb import JobDb
+
+    db.sync()
+    fresh = JobDb(classes=config.scheduling.priority_classes)
+    fresh.sync()
+
+    def view(d) -> tuple:
+        order = {q: [j.id for j in jobs] for q, jobs in d.by_queue.items() if jobs}
+        runs = {
+            k: (r.id, r.pool, r.executor, r.node, dict(r.requests), r.stopping)
+            for k, r in d.runs.items()
+        }
+        return order, runs
+
+    same = view(db) == view(fresh)
+    print(f"job database against a fresh load: {'the same' if same else 'DIFFERENT'}")
+    if not same:
+        raise SystemExit(1)
+
+
+def summary(name: str, times: list[float], leased: list[int], raw) -> str:
+    """p50, p95 (nearest rank) and max of ``times``, and their leases/s against ``raw``."""
+    if not times:
+        return f"{name}: none"
+    ordered = sorted(times)
+    p95 = ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)]
+    rate = sum(leased) / sum(times)
+    text = (
+        f"{name} ({len(times)}): p50 {statistics.median(times) * 1000:.0f} ms, "
+        f"p95 {p95 * 1000:.0f} ms, max {ordered[-1] * 1000:.0f} ms; leases/s {rate:,.0f}"
+    )
+    if raw is not None:
+        n, took, _ = raw
+        text += f" = {rate / (n / took):.0%} of the raw write limit"
+    return text
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--scenario", choices=["backlog", "gangs"], default="backlog")
@@ -282,6 +464,18 @@ def main() -> None:
     parser.add_argument("--max-per-round", type=int, default=10000)
     parser.add_argument("--lookback", type=int, default=10000)
     parser.add_argument("--profile", action="store_true", help="profile the last cycle")
+    parser.add_argument(
+        "--raw-leases",
+        type=int,
+        default=0,
+        help="leases written for the raw write limit (default: --max-per-round; 0 skips it)",
+    )
+    parser.add_argument("--no-raw", action="store_true", help="skip the raw write limit")
+    parser.add_argument("--explain", action="store_true", help="WAL per lease of the raw write")
+    parser.add_argument("--steps", action="store_true", help="time each cycle's steps")
+    parser.add_argument(
+        "--check", action="store_true", help="compare the job database with a fresh load"
+    )
     parser.add_argument("--profile-load", action="store_true", help="profile the cold load")
     args = parser.parse_args()
 
@@ -322,6 +516,22 @@ def main() -> None:
             f"queued jobs: {args.jobs}; seeded in {time.perf_counter() - start:.1f}s; "
             f"rss before: {rss_mib():.0f} MiB"
         )
+        raw = None
+        if not args.no_raw:
+            raw = raw_write_limit(
+                args.raw_leases or args.max_per_round,
+                t0 + timedelta(seconds=1),
+                explain=args.explain,
+            )
+            n, took, steps = raw
+            print(
+                f"raw write limit: {n} leases ({3 * n} rows: job updates, runs, events) in "
+                f"{took * 1000:.0f} ms = {3 * n / took:,.0f} rows/s, {n / took:,.0f} leases/s ("
+                + ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in steps.items())
+                + ")"
+            )
+        if args.steps:
+            time_steps()
         scheduler.scheduler_state_reset()
         now = t0 + timedelta(seconds=1)
         start = time.perf_counter()
@@ -336,14 +546,19 @@ def main() -> None:
         else:
             db.sync()
         load = time.perf_counter() - start
+        loaded = db.queued_count()
         report = scheduler.scheduler_cycle(now=now)
         cold = time.perf_counter() - start
         print(
-            f"cold start: {cold:.2f}s = loading {db.queued_count()} jobs {load:.2f}s + first "
+            f"cold start: {cold:.2f}s = loading {loaded} jobs {load:.2f}s + first "
             f"cycle {cold - load:.2f}s (leased {report.leased}, considered {report.considered}); "
             f"rss {rss_mib():.0f} MiB"
         )
-        times, leased_total = [], 0
+        # The cycle in which the pool first fills: the first whose round stopped short of its
+        # lease limit (it then examines every queued job up to the lookback and records a
+        # reason for each, once). Cycles after it are the steady state.
+        fill = 0 if not report.limit_reached else None
+        times, leased_total, leased_each = [], 0, []
         spec = {"priority": 1, "podSpec": pod_spec("1", "1Gi")}
         for c in range(args.cycles):
             previous = list(
@@ -361,23 +576,37 @@ def main() -> None:
                     },
                     now=now,
                 )
+            STEP_TIMES.clear()
             start = time.perf_counter()
             report = timed_cycle(scheduler, now, profile=args.profile and c == args.cycles - 1)
             took = time.perf_counter() - start
+            if args.steps:
+                print(
+                    "  steps (ms): "
+                    + ", ".join(f"{k} {v * 1000:.0f}" for k, v in STEP_TIMES.items())
+                )
             times.append(took)
+            leased_each.append(report.leased)
             leased_total += report.leased
+            if fill is None and not report.limit_reached:
+                fill = c + 1
             print(
                 f"cycle {c + 1}: {took * 1000:.0f} ms, leased {report.leased} "
                 f"({report.leased / took:,.0f}/s), finished before it {len(previous)}, "
-                f"queued in memory {scheduler._jobdb.queued_count()}"
+                f"queued in memory {scheduler._jobdb.queued_count()}, "
+                f"reasons {len(report.unschedulable)}"
+                + (" (the pool's first fill)" if fill == c + 1 else "")
             )
-        times.sort()
-        p95 = times[max(0, int(round(0.95 * len(times))) - 1)] if times else 0.0
-        print(
-            f"cycles: p50 {statistics.median(times or [0]) * 1000:.0f} ms, p95 {p95 * 1000:.0f} ms, "
-            f"max {max(times or [0]) * 1000:.0f} ms; leases/s over all cycles "
-            f"{leased_total / (sum(times) or 1):,.0f}; rss {rss_mib():.0f} MiB"
-        )
+        print(summary("all cycles", times, leased_each, raw))
+        if fill is not None:
+            after = slice(fill, None)
+            print(
+                f"pool first filled in cycle {fill} (0: the cold start); "
+                + summary(f"cycles {fill + 1}-{len(times)}", times[after], leased_each[after], raw)
+            )
+        print(f"rss {rss_mib():.0f} MiB")
+        if args.check:
+            check_jobdb(scheduler._jobdb, settings.ARMADA)
     finally:
         teardown_databases(old, verbosity=0)
 
