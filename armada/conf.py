@@ -17,6 +17,7 @@ from pathlib import Path
 
 import yaml
 
+from armada import yamlkeys
 from armada.core.config import ArmadaConfig, parse_config
 from armada.core.errors import ValidationFailed
 
@@ -44,7 +45,7 @@ def load_config_file(path: Path) -> ArmadaConfig:
     except OSError as exc:
         raise ConfigError(f"cannot read configuration {path}: {exc.strerror}") from exc
     try:
-        data = yaml.safe_load(text)
+        data = yamlkeys.safe_load(text)
     except yaml.YAMLError as exc:
         raise ConfigError(f"configuration {path} is not valid YAML: {exc}") from exc
     try:

@@ -1,8 +1,8 @@
 """YAML for armadactl, in one module imported only by the commands that read or write YAML
 (PyYAML costs a noticeable part of a short command's start-up; see ``armada.cli.main``).
 
-Reading: the safe loaders without implicit timestamps, libyaml's parser first and the
-Python parser's error messages. Writing: block style, keys in the order given.
+Reading: the safe loaders without implicit timestamps and with unique keys
+(``armada.yamlkeys``), libyaml's parser first and the Python parser's error messages. Writing: block style, keys in the order given.
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from typing import Any
 
 import yaml
+
+from armada import yamlkeys
 
 YAMLError = yaml.YAMLError
 
@@ -29,13 +31,13 @@ def _without_timestamps(loader: type) -> type:
 
 
 @_without_timestamps
-class PyLoader(yaml.SafeLoader):
+class PyLoader(yamlkeys.SafeLoader):
     """YAML's safe loader, written in Python: the one whose error messages we show (they
     quote the offending line)."""
 
 
 @_without_timestamps
-class CLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+class CLoader(yamlkeys.CSafeLoader):
     """YAML's safe loader on libyaml's parser (several times faster on big job files);
     the pure-Python one where PyYAML was built without libyaml."""
 
@@ -65,8 +67,8 @@ def load_yaml(text: str, *, many: bool = False) -> Any:
 
 
 def safe_load(text: str) -> Any:
-    """PyYAML's safe load (the config file: dates and all, as YAML says)."""
-    return yaml.safe_load(text)
+    """PyYAML's safe load (the config file: dates and all, as YAML says), keys unique."""
+    return yamlkeys.safe_load(text)
 
 
 def dump(data: Any, **options: Any) -> str:

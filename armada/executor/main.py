@@ -25,6 +25,7 @@ from pathlib import Path
 
 import yaml
 
+from armada import yamlkeys
 from armada.core.config_executor_process import ExecutorProcess, parse_executor_process
 from armada.core.errors import ValidationFailed
 from armada.executor.backends.base import ClusterConfigError
@@ -32,7 +33,7 @@ from armada.executor.backends.base import ClusterConfigError
 
 def load(path: Path) -> ExecutorProcess:
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yamlkeys.safe_load(path.read_text())
     except OSError as exc:
         raise ValidationFailed.one("", f"cannot read {path}: {exc.strerror}") from None
     except yaml.YAMLError as exc:

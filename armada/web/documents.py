@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 from django.conf import settings
 
+from armada import yamlkeys
 from armada.web.storable import check_storable
 
 # Without aliases a YAML text of n bytes holds fewer than n values; this many are allowed
@@ -76,7 +77,7 @@ def parse_yaml(raw: bytes | str, *, max_bytes: int | None = None) -> Any:
     if size > limit:
         raise DocumentError(f"is {size} bytes; at most {limit} are accepted")
     try:
-        data = yaml.safe_load(text)
+        data = yamlkeys.safe_load(text)
     except yaml.reader.ReaderError as exc:  # a character YAML does not allow (NUL, say)
         line = text.count("\n", 0, exc.position) + 1
         raise DocumentError(f"is not valid YAML: {exc.reason} ({exc.character!r})", line) from None

@@ -133,3 +133,15 @@ def test_invalid_file_is_not_sent(
     assert code == 1
     assert "  jobs: at least one job is required (a list)" in err.splitlines()
     assert fake_armada.requests == []
+
+
+def test_a_job_file_with_a_duplicate_key_is_refused_with_its_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "dup.yaml"
+    path.write_text("queue: a\njobSetId: s\nqueue: b\njobs: []\n")
+    code, out, err = run(capsys, "submit", str(path), "--dry-run")
+    assert code == 1 and out == ""
+    assert err.startswith(f"Error: {path} is not valid YAML")
+    assert "found duplicate key 'queue' (first given on line 1)" in err
+    assert "line 3" in err

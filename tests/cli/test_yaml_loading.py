@@ -18,7 +18,6 @@ TEXTS = [
     "base: &b {cpu: 1, memory: 1Gi}\njob:\n  <<: *b\n  cpu: 2\nlist: [*b, *b]\n",
     'text: |\n  line one\n  line\ttwo\nfolded: >-\n  a\n  b\nquoted: "tab\\there \\u263a"\n',
     '\'{"queue": "q", "jobs": [{"priority": 1.5e3}]}\': json-like key\nnone: null\n',
-    "a: 1\na: 2\n",
 ]
 
 
@@ -30,6 +29,16 @@ def test_libyaml_does_the_parsing_where_installed() -> None:
 @pytest.mark.parametrize("text", TEXTS)
 def test_both_parsers_read_the_same_data(text: str) -> None:
     assert load_yaml(text) == yaml.load(text, Loader=yamltext.PyLoader)
+
+
+def test_both_parsers_refuse_a_duplicate_key_alike() -> None:
+    """A key given twice is refused (``armada.yamlkeys``) by both, at the second key."""
+    problems = set()
+    for loader in (yamltext.CLoader, yamltext.PyLoader):
+        with pytest.raises(yaml.YAMLError) as caught:
+            yaml.load("a: 1\na: 2\n", Loader=loader)
+        problems.add((caught.value.problem, caught.value.problem_mark.line))
+    assert problems == {("found duplicate key 'a' (first given on line 1)", 1)}
 
 
 def test_no_parser_turns_dates_into_datetimes() -> None:

@@ -472,3 +472,12 @@ def test_the_tester_says_when_the_engine_is_off(admin_user, policy, settings):
     assert outcome.verdict == "Retry"
     assert any("enabled: false" in n for n in outcome.notes)
     assert any("No global retry cap" in n for n in outcome.notes)
+
+
+def test_a_duplicate_key_is_refused_with_its_line_and_nothing_is_saved(admin_user, policy):
+    text = POLICY.replace("retryLimit: 3", "retryLimit: 3\nretryLimit: 7")
+    response = edit(as_user(admin_user), text)
+    [error] = response.context["errors"]
+    assert error.line == 5
+    assert "found duplicate key 'retryLimit' (first given on line 4)" in error.message
+    assert RetryPolicy.objects.get().version == 1
