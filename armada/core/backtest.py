@@ -43,11 +43,19 @@ from typing import Any, NamedTuple
 from armada.core.policy import RetryPolicy
 from armada.core.quantity import CPU, GPU, MEMORY, format_quantity
 from armada.core.resource_cost import ZERO, Cost, run_cost
-from armada.core.retry import LABEL_RETRY, Failure, RetrySettings, decide, grow_memory
+from armada.core.retry import (
+    LABEL_GANG_SKIPPED,
+    LABEL_NOT_RETRIED,
+    LABEL_RETRY,
+    Failure,
+    RetrySettings,
+    decide,
+    grow_memory,
+)
 from armada.core.submission import pod_requests
 
-NOT_RETRIED = "not_retried"
-GANG_SKIPPED = "gang_skipped"
+NOT_RETRIED = LABEL_NOT_RETRIED
+GANG_SKIPPED = LABEL_GANG_SKIPPED
 RETRY_TO_FAIL = "retryToFail"
 FAIL_TO_RETRY = "failToRetry"
 

@@ -38,6 +38,13 @@ LABELS = (
     LABEL_FAIL_GLOBAL_LIMIT,
     LABEL_FAIL_DEFAULT,
 )
+# Decisions a run's trail records besides the engine's: a retry whose mutated job no node
+# could ever take (it ends the job), a gang member's failure decided with its gang, and a
+# failure the engine did not decide (engine off, no policy, fail-fast, legacy retries).
+LABEL_RETRY_UNSCHEDULABLE = "retry_unschedulable"
+LABEL_GANG_SKIPPED = "gang_skipped"
+LABEL_NOT_RETRIED = "not_retried"
+TRAIL_LABELS = (*LABELS, LABEL_RETRY_UNSCHEDULABLE, LABEL_GANG_SKIPPED, LABEL_NOT_RETRIED)
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,15 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db import transaction
 
-from armada.core.retry import Decision, Failure, RetrySettings, decide
+from armada.core.retry import (
+    LABEL_GANG_SKIPPED,
+    LABEL_NOT_RETRIED,
+    LABEL_RETRY_UNSCHEDULABLE,
+    Decision,
+    Failure,
+    RetrySettings,
+    decide,
+)
 from armada.core.states import JobState, RunState
 from armada.models import Run
 from armada.services.failures import NEVER_RETRIED
@@ -56,7 +64,7 @@ def _trail(decision: Decision, mutation: dict, label: str, reason: str) -> dict:
     decided; otherwise ``gang_skipped`` or ``not_retried`` (flag off, no policy, fail-fast,
     a failure that is never retried), and ``reason`` says which."""
     return {
-        "decision": label or ("gang_skipped" if decision.gang_skipped else "not_retried"),
+        "decision": label or (LABEL_GANG_SKIPPED if decision.gang_skipped else LABEL_NOT_RETRIED),
         "retry": decision.retry,
         "policy": decision.policy,
         "policyVersion": decision.policy_version,
@@ -100,7 +108,7 @@ def failures_decide(*, now: datetime) -> int:
                 run.retryable = False
                 run.decided_at = now
                 run.decision = {
-                    "decision": "not_retried",
+                    "decision": LABEL_NOT_RETRIED,
                     "reason": f"the job had already ended ({job.state})",
                 }
                 continue
@@ -134,7 +142,7 @@ def failures_decide(*, now: datetime) -> int:
                 )
                 mutation = outcome.trail
                 if not outcome.schedulable:
-                    retry, label = False, "retry_unschedulable"
+                    retry, label = False, LABEL_RETRY_UNSCHEDULABLE
                     reason = f"Retry policy: the retried job fits no node ({outcome.reason})"
             if decision.gang_skipped:
                 log.debug(

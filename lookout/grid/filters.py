@@ -26,7 +26,7 @@ from django.db.models import Q, QuerySet
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.lookups import Exact
 
-from armada.core.retry import LABELS
+from armada.core.retry import TRAIL_LABELS
 from armada.core.states import JobState
 from armada.models import Job
 from armada.services.authz import watchable_queues
@@ -35,7 +35,7 @@ from armada.web.storable import text_problem
 NONE = "(none)"
 RETRYABLE_CHOICES = ("yes", "no", "unknown")
 STATES = tuple(s.value for s in JobState)
-DECISIONS = LABELS  # what a run's decision can be
+DECISIONS = TRAIL_LABELS  # what a run's decision trail can record
 MAX_TEXT = 256  # longer than any id, owner, node, cluster or pool; job sets have their own
 MAX_JOB_SET = 1024
 MAX_VALUES = 50  # values of one multi-valued filter

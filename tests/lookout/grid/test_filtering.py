@@ -177,3 +177,21 @@ def test_a_prefix_matches_exactly_its_values(admin_user, queue, value, prefix, m
     make_job("01p", owner=value)
     found = jobs_visible(admin_user).filter(starts_with("owner", prefix)).exists()
     assert found == matches
+
+
+@pytest.mark.parametrize("label", ["not_retried", "gang_skipped", "retry_unschedulable"])
+def test_every_decision_a_trail_records_can_be_filtered_on(client, table, label):
+    """The decisions a run's trail records besides the engine's own (a failure not decided by
+    a policy, a gang member's, a retry no node could take) are filters and groups too: the
+    filter narrows to the job, and the grouped view's list link for that group works."""
+    from tests.lookout.builders import make_job, make_run
+
+    make_job("01g", state="failed")
+    make_run("r01g1", "01g", state="failed", decision={"decision": label})
+    client.force_login(table)
+    assert ids(client, decision=label) == ["01g"]
+    response = client.get("/", {"decision": label})
+    assert response.status_code == 200
+    grouped = client.get("/", {"group": "decision"})
+    assert grouped.status_code == 200
+    assert f"decision={label}" in grouped.content.decode()
