@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from armada.models import Job
 from armada.services.authz import watchable_queues
@@ -80,6 +80,16 @@ class TimelineEvent(NamedTuple):
     payload: dict
 
 
+def shown_value(value: Any) -> Any:
+    """A value of an event as a person reads it: ``yes``/``no`` for a flag (as the Runs tab
+    says them), a number without exponent form; anything else as it is."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:,.6f}".rstrip("0").rstrip(".") if value % 1 else f"{value:,.0f}"
+    return value
+
+
 def job_events(*, job: Job, last: int | None = None) -> list[dict]:
     """The job's events in order (only its ``last`` ones when given), each as
     ``{"event": TimelineEvent, "highlights": [(key, value)]}``."""
@@ -96,7 +106,7 @@ def job_events(*, job: Job, last: int | None = None) -> list[dict]:
     for event in selected:
         payload = current_payload(event.type, event.payload)
         highlights = [
-            (key, payload[key])
+            (key, shown_value(payload[key]))
             for key in EVENT_HIGHLIGHTS
             if key in payload and payload[key] not in ("", None, {}, [])
         ]

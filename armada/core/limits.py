@@ -118,7 +118,7 @@ def reason_floating(resource: str, used: int, asked: int, total: int) -> str:
 def _amount(milli: int) -> str:
     """Milli-units as a plain number (``2000`` -> ``2``, ``500`` -> ``0.5``)."""
     whole, part = divmod(milli, 1000)
-    return str(whole) if not part else f"{milli / 1000:g}"
+    return str(whole) if not part else f"{whole}.{part:03d}".rstrip("0")
 
 
 def class_fractions(

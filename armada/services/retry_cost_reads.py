@@ -168,9 +168,9 @@ class JobRetryCost:
             return ""
         counted = f"{self.retries} retries" if self.retries != 1 else "1 retry"
         used = (
-            f"used {_amount(self.cost.core_hours)} core-hours "
-            f"({_amount(self.cost.memory_gib_hours)} GiB-hours, "
-            f"{_amount(self.cost.gpu_hours)} GPU-hours)"
+            f"used {hours_text(self.cost.core_hours, 'core')} "
+            f"({hours_text(self.cost.memory_gib_hours, 'GiB')}, "
+            f"{hours_text(self.cost.gpu_hours, 'GPU')})"
         )
         running = " so far" if self.last_state in ACTIVE_STATES else ""
         return (
@@ -181,15 +181,28 @@ class JobRetryCost:
 ACTIVE_STATES = (RunState.LEASED, RunState.PENDING, RunState.RUNNING)
 
 
-def _amount(value: float) -> str:
-    """An amount of resource-hours as a person reads it: 1.2, 0.05, 0."""
-    if value == 0:
-        return "0"
-    if value >= 10:
-        return f"{value:,.0f}"
-    if value >= 0.1:
-        return f"{value:.1f}".removesuffix(".0")
-    return f"{value:.2g}"
+_UNITS = (("hours", 1.0), ("minutes", 60.0), ("seconds", 3600.0))
+
+
+def hours_text(value: float, what: str) -> str:
+    """An amount of resource-hours as a person reads it, in the largest unit that keeps it
+    at 0.1 or more: ``1.2 core-hours``, ``4.5 core-minutes``, ``0.25 core-seconds``,
+    ``0 GPU-hours``; never in exponent form."""
+    if value <= 0:
+        return f"0 {what}-hours"
+    unit, amount = next(
+        ((name, value * factor) for name, factor in _UNITS if value * factor >= 0.1),
+        ("seconds", value * 3600),
+    )
+    if amount >= 10:
+        number = f"{amount:,.0f}"
+    elif amount >= 0.1:
+        number = f"{amount:.1f}".removesuffix(".0")
+    elif amount >= 0.01:
+        number = f"{amount:.2f}"
+    else:
+        return f"under 0.01 {what}-seconds"
+    return f"{number} {what}-{unit}"
 
 
 def job_retry_cost(*, job: Job, now: datetime, runs: Sequence[Run] | None = None) -> JobRetryCost:

@@ -1,6 +1,6 @@
 """The job page, its side panel and the API's job detail say what a job's retries cost:
-"its 2 retries used ... core-hours (... GiB-hours, 0 GPU-hours); the last attempt
-succeeded", computed from the job's runs."""
+"its 2 retries used ... core-seconds (... GiB-seconds, 0 GPU-hours); the last attempt
+succeeded" (each amount in the unit that fits its size), computed from the job's runs."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from tests.services.conftest import fresh_policy_cache, with_policy  # noqa: F40
 from tests.services.decision_world import configure, submit
 from tests.services.retry_cost_world import OOM_THEN_OK, drive_until, resume, retried_then_succeeds
 
+PER_HOUR = {"hours": 1.0, "minutes": 60.0, "seconds": 3600.0}
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_policy_cache", "with_policy")]
 
 
@@ -31,9 +32,14 @@ def test_the_job_page_and_panel_say_what_the_retries_used(client, settings, owne
         html = client.get(url).content.decode()
         assert "Cost of retries" in html, url
         line = html.split('class="retry-cost">')[1].split("</dd>")[0]
-        used = re.match(r"Its 2 retries used ([0-9.]+) core-hours \(([0-9.]+) GiB-hours", line)
+        used = re.match(
+            r"Its 2 retries used ([0-9.,]+) core-(hours|minutes|seconds) "
+            r"\(([0-9.,]+) GiB-(hours|minutes|seconds)",
+            line,
+        )
         assert used, (url, line)
-        assert float(used.group(1)) == pytest.approx(core, rel=0.05)
+        shown = float(used.group(1).replace(",", "")) / PER_HOUR[used.group(2)]
+        assert shown == pytest.approx(core, rel=0.2, abs=0.05 / PER_HOUR[used.group(2)])
         assert line.endswith("GPU-hours); the last attempt succeeded"), line
 
 

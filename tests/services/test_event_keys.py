@@ -185,6 +185,6 @@ def test_the_lookout_timeline_shows_old_events_with_the_new_names(queue, owner):
     [*_, failed] = job_events(job=Job.objects.get(id=job_id))
     assert failed["highlights"] == [
         ("nodeName", "n7"),
-        ("retryable", True),
+        ("retryable", "yes"),
         ("failureCategory", "oom"),
     ]
