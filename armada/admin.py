@@ -10,6 +10,7 @@ from __future__ import annotations
 from django import forms
 from django.contrib import admin, messages
 from django.utils import timezone
+from rest_framework.authtoken.models import TokenProxy
 
 from armada import admin_executor_credentials  # noqa: F401 (registers its ModelAdmin)
 from armada.auth_forms import AdminLoginForm
@@ -372,6 +373,11 @@ class NodeAdmin(admin.ModelAdmin):
 # The admin's login takes staff only, as before, and counts failures with the API and
 # Lookout (armada.services.login_throttle).
 admin.site.login_form = AdminLoginForm
+
+# One kind of token in the admin: the API tokens below. Legacy DRF tokens still authenticate
+# (``armada.api.auth``); ``manage.py drf_create_token -r USER`` replaces a user's.
+if admin.site.is_registered(TokenProxy):
+    admin.site.unregister(TokenProxy)
 
 
 @admin.register(ApiToken)

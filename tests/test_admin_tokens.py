@@ -36,3 +36,10 @@ def test_people_who_are_not_staff_cannot_reach_the_tokens_admin(client, owner):
     client.force_login(owner)
     response = client.get("/admin/armada/apitoken/")
     assert response.status_code == 302 and response["Location"].startswith("/admin/login/")
+
+
+def test_the_admin_index_lists_one_kind_of_token(client, admin_user):
+    client.force_login(admin_user)
+    html = client.get("/admin/").content.decode()
+    assert "API tokens" in html
+    assert "/admin/authtoken/" not in html

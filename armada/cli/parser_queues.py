@@ -99,7 +99,7 @@ def _add_queue_fields(parser: argparse.ArgumentParser, *, update: bool) -> None:
         type=name_list,
         action="extend",
         metavar="P1,P2",
-        help=f"retry policies, in order (the first whose rules match decides){clear}",
+        help=f"retry policies: the first decides what a failure means; any others are kept but not used{clear}",
     )
 
 

@@ -29,6 +29,7 @@ class ApiToken(models.Model):
     revoked_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        verbose_name = "API token"
         ordering = ["user", "-created_at"]
         constraints = [
             models.UniqueConstraint(
