@@ -21,6 +21,7 @@ from typing import Any
 
 from rest_framework import serializers
 
+from armada.api.serializers.scheduling import PendingReasonSerializer
 from armada.core.quantity import MEMORY
 from armada.core.quantity_text import readable_quantity
 
@@ -80,12 +81,6 @@ class TrailMutationSerializer(serializers.Serializer):
         required=False,
         help_text="the node ids the retry avoids (values of scheduling.nodeIdLabel)",
     )
-
-
-class PendingReasonSerializer(serializers.Serializer):
-    reason = serializers.CharField()
-    roundId = serializers.IntegerField()
-    at = serializers.DateTimeField()
 
 
 class DecisionTrailSerializer(serializers.Serializer):
