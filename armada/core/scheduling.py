@@ -198,6 +198,7 @@ class _Round(GangMixin, PreemptionMixin, AwayMixin):
                 executor=node.executor,
                 node=node.name,
                 node_id=node.id,
+                priority_class=job.priority_class,
             )
         )
 

@@ -137,6 +137,7 @@ class Lease:
     executor: str
     node: str
     node_id: str
+    priority_class: str = ""  # the job's, for the cycle's metrics
 
 
 @dataclass(frozen=True)

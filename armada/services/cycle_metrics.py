@@ -107,6 +107,7 @@ def lease_types(preempted: Mapping[str, str]) -> dict[str, str]:
 class _Lease(Protocol):
     job_id: str
     queue: str
+    priority_class: str
 
 
 class _Run(Protocol):
@@ -139,10 +140,10 @@ def cycle_metrics_write(
     written = set(leased_ids)
     placed = [(pool, lease) for pool, lease in leases if lease.job_id in written]
     how = lease_types(preempted)
-    classes: dict[str, str] = {}
-    if placed:
-        ids = [lease.job_id for _, lease in placed]
-        classes = dict(Job.objects.filter(id__any=ids).values_list("id", "priority_class"))
+    classes = {lease.job_id: lease.priority_class for _, lease in placed}
+    unknown = [job_id for job_id, pc in classes.items() if not pc]
+    if unknown:  # a lease made without its job's class: read it
+        classes.update(Job.objects.filter(id__any=unknown).values_list("id", "priority_class"))
     scheduled: Counter[tuple[tuple[str, str], ...]] = Counter()
     for pool, lease in placed:
         kind = how.get(lease.job_id, NO_PREEMPTION)
