@@ -46,16 +46,12 @@ wheel: install
 	rm -rf build dist
 	$(BIN)/python -m build --wheel --outdir dist .
 
-# The whole suite: the pure core's tests (no database, no service, no process) run beside the
-# rest, on the machine's other core, and their report follows the rest's. With PYTEST_ARGS
-# (a selection), just that.
+# The whole suite, in two pytest processes at once (tests/run_suite.py: the tests that start
+# no process beside the rest, each with a database of its own). With PYTEST_ARGS (a
+# selection), just that.
 test: install browser
 ifeq ($(strip $(PYTEST_ARGS)),)
-	@$(BIN)/pytest tests/core > .pytest-core.log 2>&1 & core=$$!; \
-	$(BIN)/pytest --ignore=tests/core; rest=$$?; \
-	wait $$core; status=$$?; \
-	echo "== the core's tests (run beside the rest)"; cat .pytest-core.log; rm -f .pytest-core.log; \
-	test $$rest -eq 0 && test $$status -eq 0
+	$(BIN)/python tests/run_suite.py
 else
 	$(BIN)/pytest $(PYTEST_ARGS)
 endif
