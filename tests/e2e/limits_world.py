@@ -269,3 +269,23 @@ def settle(api: Api, what: str, ids: list[str], check: Callable[[list[dict]], bo
 
 
 # --- the tests ------------------------------------------------------------------------------
+
+
+def reasons_until_leased(
+    api: Api, queue: str, last: str, interval: float
+) -> tuple[set[str], set[str]]:
+    """Wait until no job of ``queue`` is queued, watching the reasons as it drains: every
+    reason the queue's report gave, and every reason job ``last`` had while queued."""
+    seen: set[str] = set()
+    last_job: set[str] = set()
+
+    def all_leased() -> bool:
+        report = api.get(f"/reports/queues/{queue}", verbosity=1)
+        seen.update(r["reason"] for r in report["pendingReasons"])
+        tail = api.get(f"/jobs/{last}")
+        if tail["state"] == "queued" and reason(tail):
+            last_job.add(reason(tail))
+        return not report["jobsByState"].get("queued")
+
+    api.wait_for("every job of the queue to be leased", all_leased, interval=interval)
+    return seen, last_job

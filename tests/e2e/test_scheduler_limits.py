@@ -69,6 +69,7 @@ from tests.e2e.limits_world import (
     job,
     pools,
     reason,
+    reasons_until_leased,
     settle,
     submit,
     west_job,
@@ -172,18 +173,7 @@ def test_a_round_hands_out_at_most_its_fraction_of_the_pool_plus_one_job(api, qu
 
     queue = queues("rounds")
     ids = submit(api, queue, "rounds", [job("500m", site="east") for _ in range(10)])
-    seen: set[str] = set()
-    last_job: set[str] = set()
-
-    def all_leased() -> bool:
-        report = api.get(f"/reports/queues/{queue}", verbosity=1)
-        seen.update(r["reason"] for r in report["pendingReasons"])
-        tail = api.get(f"/jobs/{ids[-1]}")
-        if tail["state"] == "queued" and reason(tail):
-            last_job.add(reason(tail))
-        return not report["jobsByState"].get("queued")
-
-    api.wait_for("every job of the queue to be leased", all_leased, interval=0.05)
+    seen, last_job = reasons_until_leased(api, queue, ids[-1], interval=0.05)
     jobs = fetch(api, ids)
     per_round = Counter(j["runs"][0]["leasedAt"] for j in jobs)
     assert [per_round[t] for t in sorted(per_round)] == [2, 2, 2, 2, 2]
@@ -205,18 +195,7 @@ def test_a_queue_leases_a_burst_at_once_and_then_at_its_rate(api, queues):
 
     queue = queues("rate")
     ids = submit(api, queue, "burst", [job("250m") for _ in range(18)])
-    seen: set[str] = set()
-    last_job: set[str] = set()
-
-    def all_leased() -> bool:
-        report = api.get(f"/reports/queues/{queue}", verbosity=1)
-        seen.update(r["reason"] for r in report["pendingReasons"])
-        tail = api.get(f"/jobs/{ids[-1]}")
-        if tail["state"] == "queued" and reason(tail):
-            last_job.add(reason(tail))
-        return not report["jobsByState"].get("queued")
-
-    api.wait_for("every job of the queue to be leased", all_leased, interval=0.1)
+    seen, last_job = reasons_until_leased(api, queue, ids[-1], interval=0.1)
     leased = sorted(at(j["runs"][0]["leasedAt"]) for j in fetch(api, ids))
     first = leased[0]
     assert leased.count(first) == BURST
