@@ -10,7 +10,6 @@ from __future__ import annotations
 from django import forms
 from django.contrib import admin, messages
 from django.utils import timezone
-from rest_framework.authtoken.models import TokenProxy
 
 from armada import admin_executor_credentials  # noqa: F401 (registers its ModelAdmin)
 from armada.auth_forms import AdminLoginForm
@@ -18,7 +17,6 @@ from armada.core.errors import ValidationFailed
 from armada.core.policy import parse_policy
 from armada.core.queues import LIMITS
 from armada.models import (
-    ApiToken,
     Event,
     Executor,
     Job,
@@ -32,7 +30,6 @@ from armada.models import (
 from armada.services import policies as policy_services
 from armada.services.errors import Conflict
 from armada.services.queues import queue_parse
-from armada.services.tokens import tokens_revoke_by_operator
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -374,33 +371,6 @@ class NodeAdmin(admin.ModelAdmin):
 # Lookout (armada.services.login_throttle).
 admin.site.login_form = AdminLoginForm
 
-# One kind of token in the admin: the API tokens below. Legacy DRF tokens still authenticate
-# (``armada.api.auth``); ``manage.py drf_create_token -r USER`` replaces a user's.
-if admin.site.is_registered(TokenProxy):
-    admin.site.unregister(TokenProxy)
 
-
-@admin.register(ApiToken)
-class ApiTokenAdmin(ReadOnlyAdmin):
-    """Everyone's API tokens (never their keys: only digests are stored); operators may
-    revoke them, for a user who left or a key that leaked."""
-
-    list_display = (
-        "name",
-        "user",
-        "prefix",
-        "created_at",
-        "expires_at",
-        "last_used_at",
-        "revoked_at",
-    )
-    list_filter = (("revoked_at", admin.EmptyFieldListFilter),)
-    search_fields = ("name", "prefix", "user__username")
-    actions = ["revoke"]
-
-    @admin.action(description="Revoke the selected tokens")
-    def revoke(self, request, queryset) -> None:
-        count = tokens_revoke_by_operator(
-            token_ids=list(queryset.values_list("pk", flat=True)), now=timezone.now()
-        )
-        self.message_user(request, f"Revoked {count} token(s).", messages.SUCCESS)
+# API tokens have a module of their own; it builds on ReadOnlyAdmin, above.
+from armada import admin_tokens  # noqa: E402,F401 (registers its ModelAdmin)
