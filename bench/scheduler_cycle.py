@@ -271,7 +271,7 @@ def time_steps() -> None:
         "counters_reset_if_due",
         "runs_expire",
         "failures_decide",
-        "_load_nodes",
+        "load_nodes",
         "schedule_round",
         "write_leases",
         "runs_request_stops",

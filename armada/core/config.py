@@ -213,6 +213,10 @@ class Metrics(Strict):
     job_state_metrics_reset_interval: Duration = Field(
         43200.0, alias="jobStateMetricsResetInterval", ge=0
     )
+    # How often the scheduler reckons the queued and run time histograms
+    # (``services.duration_metrics``), as Armada's scheduler refreshes its metrics; 0: every
+    # cycle.
+    refresh_interval: Duration = Field(30.0, alias="refreshInterval", ge=0)
 
 
 PERMISSION_CODENAMES = (

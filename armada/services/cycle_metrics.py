@@ -136,7 +136,8 @@ def cycle_metrics_write(
     runs whose stop was marked: a run that was already stopping is not counted); each pool's
     round (``services.round_metrics``). The cycle's gauges (the rounds' statistics and
     ``gauges``, e.g. ``services.duration_metrics``) replace the last cycle's in the same
-    transaction (``services.metric_gauges``)."""
+    transaction (``services.metric_gauges``); with ``gauges`` None, the stored duration
+    gauges stay as the last cycle that reckoned them left them."""
     written = set(leased_ids)
     placed = [(pool, lease) for pool, lease in leases if lease.job_id in written]
     how = lease_types(preempted)
@@ -175,4 +176,4 @@ def cycle_metrics_write(
         counters_add(name=PREEMPTED, increments=stopped)
         counters_add(name=POOL_OUTCOME, increments=pool_outcomes(list(rounds)))
         rows = {**round_gauge_rows(list(rounds)), **(gauges or {})}
-        gauges_replace(names=CYCLE_GAUGE_NAMES, rows=rows)
+        gauges_replace(names=CYCLE_GAUGE_NAMES if gauges is not None else ROUND_GAUGES, rows=rows)

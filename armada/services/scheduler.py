@@ -17,7 +17,10 @@ Order of a cycle, under the ``scheduler`` leader lease (one cycle at a time):
 5. one transaction asks the executors to stop every job the round preempted, each with its
    reason;
 6. the round and the reasons jobs were not leased are recorded (``services.records``), and
-   the cycle is counted in Armada's cycle metrics (``services.cycle_metrics``).
+   the cycle is counted in Armada's cycle metrics (``services.cycle_metrics``); the queued
+   and run time histograms (``services.duration_metrics``: two grouped reads over every
+   queued job and active run) are reckoned again only once ``metrics.refreshInterval`` has
+   passed since this process last did (its first cycle always does).
 """
 
 from __future__ import annotations
@@ -25,28 +28,21 @@ from __future__ import annotations
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import Count
 
 from armada.core.backoff import reason_retry_delay
-from armada.core.quantity import Resources
 from armada.core.ratelimit import TokenBucket
 from armada.core.scheduling import (
     REASON_CORDONED,
     Lease,
-    NodeState,
-    QueuedJob,
-    QueueState,
-    RunningJob,
     schedule_round,
 )
 from armada.core.snapshot import merge_pool_reasons
-from armada.core.states import RunState
-from armada.models import Executor, Node, Queue, Run
+from armada.models import Queue
 from armada.services.counters import counters_reset_if_due
 from armada.services.cycle_metrics import cycle_metrics_write
 from armada.services.decisions import DECISIONS_COUNTER, GANG_SKIPPED_COUNTER, failures_decide
@@ -55,9 +51,9 @@ from armada.services.expiry import runs_expire
 from armada.services.job_state_metrics import RESET_NAMES as STATE_COUNTERS
 from armada.services.jobdb import JobDb
 from armada.services.leader import leader_acquire, process_holder
-from armada.services.mutations import avoided_node_names
 from armada.services.records import records_write
 from armada.services.retry_cost_metrics import COUNTERS as RETRY_COST_COUNTERS
+from armada.services.round_inputs import avoidance, load_nodes, queue_states_of, running_in_pool
 from armada.services.round_metrics import PoolRound, pool_round
 from armada.services.scheduler_leases import write_leases
 from armada.services.scheduler_limits import (
@@ -66,7 +62,6 @@ from armada.services.scheduler_limits import (
     queue_buckets_reset,
     round_limits,
 )
-from armada.services.snapshot import node_state
 from armada.services.stopping import PREEMPT, runs_request_stops
 
 log = logging.getLogger(__name__)
@@ -87,113 +82,9 @@ class CycleReport:
     unschedulable: dict[str, str] = field(default_factory=dict)
 
 
-def _load_nodes(pool: str, now: datetime) -> tuple[list[NodeState], list[Node]]:
-    """The pool's schedulable nodes: those of live, uncordoned executors that have not
-    fallen behind (``maxUnacknowledgedJobsPerExecutor``: more leased runs they have not
-    acknowledged than that, and their nodes sit out the round; their runs still count)."""
-    timeout = timedelta(seconds=settings.ARMADA.executor_timeout)
-    live = Executor.objects.filter(pool=pool, cordoned=False, last_heartbeat__gte=now - timeout)
-    behind = settings.ARMADA.scheduling.max_unacknowledged_jobs_per_executor
-    if behind:
-        lagging = [
-            row["executor"]
-            for row in Run.objects.filter(state=RunState.LEASED, pool=pool)
-            .values("executor")
-            .annotate(n=Count("id"))
-            .filter(n__gt=behind)
-        ]
-        if lagging:
-            log.info("executors with too many unacknowledged leases sit out: %s", lagging)
-            live = live.exclude(id__in=lagging)
-    rows = list(Node.objects.filter(executor__in=live).order_by("executor_id", "name"))
-    return [node_state(n) for n in rows], rows
-
-
-def _running(
-    db: JobDb,
-    pool: str,
-    nodes: list[NodeState],
-    classes: Mapping,
-    by_class: defaultdict[str, dict[str, dict[str, int]]],
-) -> tuple[list[RunningJob], dict[str, Resources]]:
-    """The pool's active runs as the core sees them (their requests added to their nodes'
-    ``allocated``), and what each queue uses in the pool; ``by_class`` gets what each
-    queue's runs hold per priority class, floating resources included. A run on a node
-    that is not schedulable now (its executor is lost or cordoned) still counts for its
-    queue."""
-    by_id = {n.id: n for n in nodes}
-    running: list[RunningJob] = []
-    used: dict[str, Resources] = defaultdict(Resources)
-    for run in db.runs_in_pool(pool):
-        used[run.queue] = used[run.queue] + run.requests
-        held = by_class[run.queue].setdefault(run.priority_class, {})
-        for amounts in (run.requests.to_dict(), run.floating):
-            for r, v in amounts.items():
-                held[r] = held.get(r, 0) + v
-        node_id = f"{run.executor}/{run.node}"
-        node = by_id.get(node_id)
-        if node is None:
-            continue
-        node.allocated = node.allocated + run.requests
-        pc = classes.get(run.priority_class)
-        running.append(
-            RunningJob(
-                id=run.job_id,
-                queue=run.queue,
-                node_id=node_id,
-                requests=run.requests,
-                # A run placed away from home runs at its away priority (``core.away``).
-                urgency=(
-                    run.scheduled_priority
-                    if run.scheduled_priority is not None
-                    else pc.priority
-                    if pc
-                    else 0
-                ),
-                # A run already being stopped is not offered for preemption again.
-                preemptible=bool(pc and pc.preemptible) and not run.stopping,
-                gang_id=run.gang_id,
-                priority_class=run.priority_class,
-                floating=run.floating,
-            )
-        )
-    return running, used
-
-
-def _queue_states(
-    queues: list[Queue],
-    used: Mapping[str, Resources],
-    by_class: Mapping[str, Mapping[str, Mapping[str, int]]],
-    pool: str,
-    now: datetime,
-    cutoff: float,
-) -> list[QueueState]:
-    """Queues with what they use in the pool. With a ``shortJobPenaltyCutoff``, a run that
-    ended sooner than the cutoff after it started is still charged to its queue until then,
-    so that many tiny jobs do not take more than their share."""
-    charged: dict[str, Resources] = defaultdict(Resources, used)
-    if cutoff > 0:
-        recent = Run.objects.filter(
-            pool=pool,
-            state__in=[RunState.SUCCEEDED, RunState.FAILED, RunState.CANCELLED, RunState.PREEMPTED],
-            running_at__gt=now - timedelta(seconds=cutoff),
-        ).values("job__queue", "requests")
-        for run in recent:
-            charged[run["job__queue"]] = charged[run["job__queue"]] + run["requests"]
-    return [
-        QueueState(
-            name=q.name,
-            priority_factor=q.priority_factor,
-            cordoned=q.cordoned,
-            allocated=charged[q.name],
-            by_class=by_class.get(q.name, {}),
-        )
-        for q in queues
-    ]
-
-
 _jobdb: JobDb | None = None
 _bucket: TokenBucket | None = None
+_durations_at: datetime | None = None  # when this process last reckoned the duration gauges
 
 
 def scheduler_state(config) -> tuple[JobDb, TokenBucket]:
@@ -220,14 +111,15 @@ def scheduler_state(config) -> tuple[JobDb, TokenBucket]:
 
 def scheduler_state_reset() -> None:
     """Forget the in-memory job database (a new process, or tests)."""
-    global _jobdb, _bucket
-    _jobdb = _bucket = None
+    global _jobdb, _bucket, _durations_at
+    _jobdb = _bucket = _durations_at = None
     queue_buckets_reset()
 
 
 def scheduler_cycle(*, now: datetime, clock: Callable[[], float] = time.monotonic) -> CycleReport:
     """Run one cycle if this process holds the scheduler lease; see the module docstring.
     ``clock`` (seconds) paces the lease-rate bucket."""
+    global _durations_at
     config = settings.ARMADA
     ttl = timedelta(seconds=max(30.0, config.scheduling.cycle_period * 10))
     if not leader_acquire(name=LEADER_NAME, holder=HOLDER, now=now, ttl=ttl):
@@ -276,11 +168,11 @@ def scheduler_cycle(*, now: datetime, clock: Callable[[], float] = time.monotoni
         else None
     )
     for pool in scheduling.pools:
-        nodes, rows = _load_nodes(pool.name, now)
+        nodes, rows = load_nodes(pool.name, now)
         by_class: defaultdict[str, dict[str, dict[str, int]]] = defaultdict(dict)
-        running, used = _running(db, pool.name, nodes, classes, by_class)
-        avoid = _avoidance(db, rows)
-        queue_states = _queue_states(
+        running, used = running_in_pool(db, pool.name, nodes, classes, by_class)
+        avoid = avoidance(db, rows)
+        queue_states = queue_states_of(
             queues, used, by_class, pool.name, now, pool.short_job_penalty_cutoff
         )
         limits = round_limits(scheduling, pool.name, queues, tokens)
@@ -360,6 +252,7 @@ def scheduler_cycle(*, now: datetime, clock: Callable[[], float] = time.monotoni
     )
     report.preempted = len(marked)
     report.leased = len(leased_ids)
+    durations_due = _durations_due(now, config.metrics.refresh_interval)
     records_write(
         started_at=now,
         duration_ms=int((time.perf_counter() - started) * 1000),
@@ -379,22 +272,19 @@ def scheduler_cycle(*, now: datetime, clock: Callable[[], float] = time.monotoni
         reconciliation_ms=reconciled_ms,
         pool_ms=pool_ms,
         rounds=rounds,
-        gauges=duration_gauge_rows(now=now, pools=[p.name for p in scheduling.pools]),
+        gauges=(
+            duration_gauge_rows(now=now, pools=[p.name for p in scheduling.pools])
+            if durations_due
+            else None
+        ),
     )
+    if durations_due:
+        _durations_at = now
     return report
 
 
-def _avoidance(db: JobDb, rows: list[Node]) -> Callable[[Iterator[QueuedJob]], Iterator[QueuedJob]]:
-    """A filter giving each job that a retry told to avoid some nodes those nodes' names in
-    this pool (the job database keeps the nodes' ids, which outlive their names)."""
-    if not db.avoid:
-        return lambda jobs: jobs
-
-    def rewrite(jobs: Iterator[QueuedJob]) -> Iterator[QueuedJob]:
-        for job in jobs:
-            ids = db.avoid.get(job.id)
-            if ids:
-                job = replace(job, avoid_nodes=avoided_node_names(rows, set(ids)))
-            yield job
-
-    return rewrite
+def _durations_due(now: datetime, interval: float) -> bool:
+    """Whether this cycle reckons the duration gauges: the first of this process, and then
+    once ``interval`` seconds have passed (or the clock went back)."""
+    last = _durations_at
+    return last is None or now < last or (now - last).total_seconds() >= interval

@@ -104,7 +104,8 @@ def test_queued_and_run_times_of_jobs_of_known_ages(settings, client, queue, own
     scheduler_cycle(now=timezone.now())
     agent.tick(timezone.now())
     queued = submit(owner, spec("1"), spec("1"), spec("1"))
-    now = timezone.now()
+    # A cycle reckons the duration gauges again once metrics.refreshInterval (30 s) has passed.
+    now = timezone.now() + timedelta(seconds=30)
     for job_id, age in zip(queued, (30, 700, 4000), strict=True):
         Job.objects.filter(id=job_id).update(last_transition_at=now - timedelta(seconds=age))
     Run.objects.update(leased_at=now - timedelta(seconds=90))
@@ -146,6 +147,45 @@ def test_queued_and_run_times_of_jobs_of_known_ages(settings, client, queue, own
     assert outcome == {
         (("outcome", "success"), ("pool", "default"), ("termination_reason", "completed")): 2
     }
+
+
+@pytest.mark.django_db(transaction=True)
+def test_duration_gauges_are_reckoned_again_once_the_refresh_interval_has_passed(
+    settings, client, queue, owner
+):
+    configure(settings, cpu="1")
+    settings.ARMADA = settings.ARMADA.model_copy(
+        update={"metrics": settings.ARMADA.metrics.model_copy(update={"refresh_interval": 60.0})}
+    )
+    q = {
+        "pool": "default",
+        "priorityClass": "armada-default",
+        "queueName": "demo",
+        "queue": "demo",
+        "accounting_role": "primary",
+    }
+    start = timezone.now()
+    submit(owner, spec("2"))  # never fits: stays queued
+    scheduler_cycle(now=start)
+    values, _ = scrape(client)
+    assert value(values, "armada_job_queued_seconds_count", **q) == 1
+    submit(owner, spec("2"), spec("2"))
+    # Within the interval: the round's gauges are the new cycle's, the durations the first's.
+    scheduler_cycle(now=start + timedelta(seconds=59))
+    values, _ = scrape(client)
+    assert value(values, "armada_job_queued_seconds_count", **q) == 1
+    assert value(values, "armada_scheduler_considered_jobs", pool="default", queue="demo") == 3
+    scheduler_cycle(now=start + timedelta(seconds=60))
+    values, _ = scrape(client)
+    assert value(values, "armada_job_queued_seconds_count", **q) == 3
+    # With an interval of 0, every cycle reckons them.
+    settings.ARMADA = settings.ARMADA.model_copy(
+        update={"metrics": settings.ARMADA.metrics.model_copy(update={"refresh_interval": 0.0})}
+    )
+    submit(owner, spec("2"))
+    scheduler_cycle(now=start + timedelta(seconds=61))
+    values, _ = scrape(client)
+    assert value(values, "armada_job_queued_seconds_count", **q) == 4
 
 
 @pytest.mark.django_db(transaction=True)
