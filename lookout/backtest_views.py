@@ -35,6 +35,7 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
+from armada.core.backtest_scope import replayed_text
 from armada.core.errors import FieldError, ValidationFailed
 from armada.services import policies as policy_services
 from armada.services.backtest import backtest
@@ -231,6 +232,7 @@ def results_view(result: dict[str, Any]) -> dict[str, Any]:
         "source": policy.get("source", "draft"),
         "since": _moment(period.get("since")),
         "until": _moment(period.get("until")),
+        "replayed": replayed_text(result.get("replayed") or {}),
         "overall": _summary(result.get("overall") or {}),
         "queues": [{"queue": q.get("queue", ""), **_summary(q)} for q in result.get("queues", [])],
         "flips": [

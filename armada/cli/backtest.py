@@ -17,6 +17,7 @@ from armada.cli.client import ApiError
 from armada.cli.commands import EXIT_OK, make_client, out
 from armada.cli.output import cell, render_data, render_table
 from armada.cli.policyfile import load_policy_file
+from armada.core.backtest_scope import replayed_text
 
 DECISION_HEADERS = ("QUEUE", "EXAMINED", "UNCHANGED", "RETRY->FAIL", "FAIL->RETRY")
 DECISION_HEADERS += ("EXTRA ATTEMPTS", "SAVED ATTEMPTS", "EST. SUCCEEDED")
@@ -73,6 +74,7 @@ def render_backtest(document: Mapping[str, Any], base_url: str = "") -> str:
     lines = [
         f"Backtest of retry policy {policy.get('name')}{version} ({policy.get('source')}), "
         f"failures from {span.get('since')} to {span.get('until')}",
+        replayed_text(document.get("replayed") or {}),
         "",
         render_table(DECISION_HEADERS, _decision_rows(document)),
         "",

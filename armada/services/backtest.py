@@ -11,8 +11,15 @@ of the same range, read in the same snapshot (from its rollup where that is comp
 ``services.retry_yield_rollup``), turns the newly retried failures into an estimate of how
 many would have succeeded. Nothing is written: not a row, not a counter.
 
+Which queues are replayed (``replayed`` in the answer says which, and why):
+- the queues named in ``queues``;
+- else the queues that use the policy (it is the first they name: only the first is
+  evaluated), so that a policy's backtest does not count failures of queues it never
+  decides for;
+- else (no queue uses it yet: a new policy) every queue the actor may watch.
 Access: only the queues the actor may watch are read. A queue named in ``queues`` that the
-actor may not watch is refused (PermissionDenied, naming it); an unknown one is NotFound.
+actor may not watch is refused (PermissionDenied, naming it); an unknown one is NotFound; a
+queue that uses the policy but that the actor may not watch is left out, and counted.
 The range is at most :data:`MAX_RANGE` long.
 """
 
@@ -77,7 +84,9 @@ def backtest(
 
     Returns a JSON-ready document: ``policy`` {name, version, source, globalMaxRetries (the
     scheduler's cap the draft was replayed under; null for none)}, ``range`` {since,
-    until}, ``overall`` SUMMARY, ``queues`` [{queue, ...SUMMARY}] sorted by name, ``flips``
+    until}, ``replayed`` {basis: named|policy|all, queues: the names replayed (null: every
+    queue), notVisible: queues using the policy the actor may not watch}, ``overall``
+    SUMMARY, ``queues`` [{queue, ...SUMMARY}] sorted by name, ``flips``
     [{from, to, category, subcategory, recordedRule, draftRule, count}] (rules from 1, most
     first), ``sample`` [{jobId, runId, queue, jobSet, category, subcategory, recorded, draft,
     reason, retryDelaySeconds, exitCode, condition, url}] (flipped failures first),
@@ -88,7 +97,7 @@ def backtest(
     """
     spec, source = _policy(draft=draft, policy=policy, version=version)
     _check_range(since, until, sample_size)
-    read = _queues_read(actor, queues)
+    read, replayed = _scope(actor, queues, spec.name)
     job_sets = _names("jobSets", job_sets)
     cap = global_cap()
     replayer = Replayer(
@@ -97,7 +106,7 @@ def backtest(
         never_retried=NEVER_RETRIED,
     )
     report = Report(sample_size=sample_size)
-    report.ensure_queues(list(queues))
+    report.ensure_queues(list(read) if replayed["basis"] != "all" else [])
     with snapshot():
         keys = verdict_keys(since=since, until=until)
         verdicts = {key: replayer.verdict_of(key).retry for key in keys}
@@ -124,6 +133,7 @@ def backtest(
             "globalMaxRetries": cap if cap < NO_CAP else None,
         },
         "range": {"since": since.isoformat(), "until": until.isoformat()},
+        "replayed": replayed,
         **body,
         "yield": yield_rows,
         "estimateNote": ESTIMATE_NOTE,
@@ -235,6 +245,22 @@ def _names(field_name: str, values: Sequence[str]) -> list[str]:
         if not isinstance(name, str) or not name:
             raise ValidationFailed.one(f"{field_name}[{i}]", "must be a non-empty name")
     return names
+
+
+def _scope(actor: Any, queues: Sequence[str], policy: str) -> tuple[list[str] | None, dict]:
+    """The queues to read (None: every queue) and the answer's ``replayed``; see the module
+    docstring."""
+    named = _queues_read(actor, queues)
+    if queues:
+        return named, {"basis": "named", "queues": named, "notVisible": 0}
+    using = [
+        q for q in Queue.objects.order_by("name") if q.retry_policies[:1] == [policy] and policy
+    ]
+    if using:
+        visible = [q.name for q in using if can_on_queue(actor, q, "watch")]
+        hidden = len(using) - len(visible)
+        return visible, {"basis": "policy", "queues": visible, "notVisible": hidden}
+    return named, {"basis": "all", "queues": named, "notVisible": 0}
 
 
 def _queues_read(actor: Any, queues: Sequence[str]) -> list[str] | None:

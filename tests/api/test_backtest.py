@@ -34,9 +34,12 @@ def test_a_draft_is_replayed(api):
     assert body["flips"][0]["from"] == "retry" and body["flips"][0]["count"] == 3
     assert body["sample"][0]["url"].startswith("/")
     assert "estimate" in body["estimateNote"]
+    # No queue uses the draft's policy (ml-strict) yet: every queue was replayed.
+    assert body["replayed"] == {"basis": "all", "queues": None, "notVisible": 0}
     assert set(body) == {
         "policy",
         "range",
+        "replayed",
         "overall",
         "queues",
         "flips",

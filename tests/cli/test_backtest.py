@@ -30,9 +30,10 @@ def test_the_default_tables(ctl, draft, live_server):
     assert code == 0, err
     lines = out.splitlines()
     assert lines[0].startswith("Backtest of retry policy ml-strict (draft), failures from ")
-    header = lines[2].split()
+    assert lines[1] == "Queues replayed: every queue (no queue uses the policy yet)."
+    header = lines[3].split()
     assert header[:3] == ["QUEUE", "EXAMINED", "UNCHANGED"]
-    rows = {line.split()[0]: line.split() for line in lines[3:6]}
+    rows = {line.split()[0]: line.split() for line in lines[4:7]}
     # examined, unchanged, retry->fail, fail->retry, extra, saved, est. succeeded
     assert rows["demo"][1:8] == ["7", "3", "2", "2", "2", "2", "1.00"]
     assert rows["other"][1:8] == ["1", "0", "1", "0", "0", "1", "0.00"]

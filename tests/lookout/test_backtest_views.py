@@ -84,6 +84,16 @@ def test_a_stricter_draft_shows_its_flips_and_links_the_jobs(as_admin, history):
 
 
 @pytest.mark.django_db
+def test_the_panel_says_which_queues_were_replayed(as_admin, history):
+    words = text(post(as_admin))
+    assert "Queues replayed (those that use the policy): demo, other." in words
+    renamed = post(as_admin, STRICTER.replace("name: ml", "name: ml-next"))
+    assert "Queues replayed: every queue (no queue uses the policy yet)." in text(renamed)
+    named = post(as_admin, queues="demo")
+    assert "Queues replayed (as asked): demo." in text(named)
+
+
+@pytest.mark.django_db
 def test_a_looser_draft_adds_attempts_with_their_delay_and_an_estimate(as_admin, history):
     looser = POLICY.replace(
         "- action: Fail\n  onCategory: user-error\n",

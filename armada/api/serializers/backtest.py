@@ -116,9 +116,24 @@ class BacktestYieldSerializer(serializers.Serializer):
     succeededAfter = serializers.DictField(child=serializers.IntegerField())
 
 
+class BacktestReplayedSerializer(serializers.Serializer):
+    basis = serializers.ChoiceField(
+        choices=["named", "policy", "all"],
+        help_text="named: the queues asked for; policy: the queues that use the policy (it is "
+        "the first they name); all: no queue uses it yet, so every queue you may view",
+    )
+    queues = serializers.ListField(
+        child=serializers.CharField(), allow_null=True, help_text="null: every queue"
+    )
+    notVisible = serializers.IntegerField(
+        help_text="queues that use the policy but that you may not view (not replayed)"
+    )
+
+
 class BacktestSerializer(serializers.Serializer):
     policy = BacktestPolicySerializer()
     range = BacktestRangeSerializer()
+    replayed = BacktestReplayedSerializer()
     overall = BacktestSummarySerializer()
     queues = BacktestQueueSerializer(many=True)
     flips = BacktestFlipSerializer(many=True)
