@@ -125,6 +125,12 @@ class Job(models.Model):
                     ("latest_decision", ~models.Q(latest_decision="")),
                 )
             ),
+            # Lookout's "retried jobs" (retries at least 1) and jobs run more than once, in
+            # id order: few jobs are either, so a submit or a first lease writes neither.
+            models.Index(
+                fields=["id"], name="job_retried_idx", condition=models.Q(retry_count__gt=0)
+            ),
+            models.Index(fields=["id"], name="job_rerun_idx", condition=models.Q(run_count__gt=1)),
         ]
 
     def __str__(self) -> str:

@@ -11,10 +11,12 @@ from django.utils import timezone
 
 from armada.web.inputs import whole_number
 from lookout.grid.filters import (
+    COUNT_FILTERS,
     DECISIONS,
     MAX_ANNOTATION_FILTERS,
     MAX_ANNOTATION_KEY,
     MAX_ANNOTATION_VALUE,
+    MAX_COUNT,
     MAX_EXIT_CODE,
     MAX_INT,
     MAX_TEXT,
@@ -36,6 +38,13 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "state": STATES,
     "retryable": RETRYABLE_CHOICES,
     "decision": (*DECISIONS, NONE),
+}
+
+
+# The bounds of the whole-number ranges (others: 0 to MAX_INT).
+INT_BOUNDS: dict[str, tuple[int, int]] = {
+    "exit_code": (MIN_EXIT_CODE, MAX_EXIT_CODE),
+    **{name: (0, MAX_COUNT) for name in COUNT_FILTERS},
 }
 
 
@@ -171,7 +180,7 @@ def parse_filters(query: Mapping[str, Any]) -> dict[str, Any]:
         values[name] = _multi(query, param)
     for low, high, param, kind in RANGE_FILTERS:
         if kind == "int":
-            lo, hi = (MIN_EXIT_CODE, MAX_EXIT_CODE) if param == "exit_code" else (0, MAX_INT)
+            lo, hi = INT_BOUNDS.get(param, (0, MAX_INT))
             first = _int(f"{param}_min", _one(query, f"{param}_min"), lo, hi)
             last = _int(f"{param}_max", _one(query, f"{param}_max"), lo, hi)
             if first is not None and last is not None and first > last:
@@ -186,5 +195,7 @@ def parse_filters(query: Mapping[str, Any]) -> dict[str, Any]:
     if exit_code and exit_code != NONE:
         exit_code = str(_int("exit_code", exit_code, MIN_EXIT_CODE, MAX_EXIT_CODE))
     values["exit_code"] = exit_code
+    for name in COUNT_FILTERS:
+        values[name] = _int(name, _one(query, name), 0, MAX_COUNT)
     values["annotations"] = _annotations(query)
     return values

@@ -10,6 +10,10 @@ run says (node, cluster, pool, exit code, decision, retryable) read the job's co
 (``latest_*``, kept by ``services.latest_run``), each with a partial index of its own
 (migration 0017) that holds only the jobs with a value.
 
+The counts a job keeps, its runs and retries, filter exactly (``retries=2``) or by range:
+``retries_min=1`` is the jobs that were retried (each count has a partial index of the jobs
+past its usual value, migration 0031).
+
 ``"(none)"`` as a value of a multi-valued or exact filter means "no value": an empty failure
 category, no latest run, no exit code, no such annotation.
 """
@@ -44,6 +48,7 @@ MAX_ANNOTATION_KEY = 317  # a Kubernetes annotation key: 253 prefix + "/" + 63 n
 MAX_ANNOTATION_VALUE = 1024
 MAX_INT = 2**63 - 1
 MIN_EXIT_CODE, MAX_EXIT_CODE = -(2**31), 2**31 - 1
+MAX_COUNT = 2**31 - 1  # runs and retries
 
 
 class FilterError(ValueError):
@@ -84,9 +89,14 @@ MULTI_FILTERS: dict[str, str] = {
 RANGE_FILTERS: tuple[tuple[str, str, str, str], ...] = (
     ("priority_min", "priority_max", "priority", "int"),
     ("exit_code_min", "exit_code_max", "exit_code", "int"),
+    ("retries_min", "retries_max", "retries", "int"),
+    ("runs_min", "runs_max", "runs", "int"),
     ("submitted_from", "submitted_to", "submitted", "time"),
     ("in_state_from", "in_state_to", "in_state", "time"),
 )
+# Counts a job keeps, filtered exactly (``retries=2``) or by range (``retries_min=1``: the
+# jobs that were retried): URL parameter (and field) -> the job field that holds the count.
+COUNT_FILTERS: dict[str, str] = {"retries": "retry_count", "runs": "run_count"}
 # Columns ``with_exact`` narrows (a group's value, lookout.grid.groups) -> the field that holds the value.
 EXACT_COLUMNS: dict[str, str] = {
     "queue": "queues",
@@ -102,6 +112,8 @@ EXACT_COLUMNS: dict[str, str] = {
     "cluster": "cluster_exact",
     "pool": "pool_exact",
     "exit_code": "exit_code",
+    "retries": "retries",
+    "runs": "runs",
 }
 
 
@@ -154,6 +166,12 @@ class JobFilters:
     exit_code: str = ""  # exact: a whole number or "(none)"
     exit_code_min: int | None = None
     exit_code_max: int | None = None
+    retries: int | None = None  # exact
+    retries_min: int | None = None
+    retries_max: int | None = None
+    runs: int | None = None  # exact
+    runs_min: int | None = None
+    runs_max: int | None = None
     submitted_from: datetime | None = None
     submitted_to: datetime | None = None
     in_state_from: datetime | None = None
@@ -188,6 +206,9 @@ class JobFilters:
                 params.append((f"{param}_{suffix}", shown))
         if self.exit_code:
             params.append(("exit_code", self.exit_code))
+        for name in COUNT_FILTERS:
+            if (count := getattr(self, name)) is not None:
+                params.append((name, str(count)))
         params.extend(("ann", a.param) for a in self.annotations)
         return params
 
@@ -213,6 +234,10 @@ class JobFilters:
             return replace(self, **{name: (shown,)})
         if name == "exit_code":
             return replace(self, exit_code=shown, exit_code_min=None, exit_code_max=None)
+        if name in COUNT_FILTERS:
+            if not (value.isascii() and value.isdigit()):
+                raise FilterError("group", f"{column} is a whole number, not {value[:40]!r}")
+            return replace(self, **{name: int(value), f"{name}_min": None, f"{name}_max": None})
         prefix_name = name.removesuffix("_exact")
         return replace(self, **{name: shown, prefix_name: ""})
 
@@ -306,6 +331,10 @@ def apply_filters(qs: QuerySet[Job], filters: JobFilters) -> QuerySet[Job]:
     qs = in_range(qs, "priority", f.priority_min, f.priority_max)
     qs = in_range(qs, "submitted_at", f.submitted_from, f.submitted_to)
     qs = in_range(qs, "last_transition_at", f.in_state_from, f.in_state_to)
+    for name, field in COUNT_FILTERS.items():
+        qs = in_range(qs, field, getattr(f, f"{name}_min"), getattr(f, f"{name}_max"))
+        if (count := getattr(f, name)) is not None:
+            qs = qs.filter(**{field: count})
     qs = _apply_annotations(qs, f.annotations)
     return _apply_run_filters(qs, f)
 

@@ -6,7 +6,8 @@ last level expands into job rows. A group is named by its *path*, the ``[column,
 pairs from the top level down; a level's jobs are the view's filters narrowed to every pair
 of the path (``JobFilters.with_exact``), so the counts of a group's children add up to the
 group's own. A value ``""`` is "no value" (no failure category, no latest run, no such
-annotation); ``retryable`` groups are ``yes``, ``no`` and ``unknown`` as its filter says.
+annotation); ``retryable`` groups are ``yes``, ``no`` and ``unknown`` as its filter says;
+``runs`` and ``retries`` groups are counts (``"0"``, ``"1"``, ...).
 
 One query counts a level: grouped by the column, with one ``COUNT(...) FILTER (WHERE state =
 ...)`` per state beside the total, ordered by the total and cut at ``MAX_GROUPS`` in the
@@ -56,7 +57,9 @@ from armada.models import Job
 from armada.web.storable import text_problem
 from lookout.grid.columns import ANNOTATION_PREFIX, COLUMNS, ColumnError, column
 from lookout.grid.filters import (
+    COUNT_FILTERS,
     MAX_ANNOTATION_VALUE,
+    MAX_COUNT,
     MAX_EXIT_CODE,
     MIN_EXIT_CODE,
     RETRYABLE_CHOICES,
@@ -158,6 +161,11 @@ def _checked_value(name: str, key: str, value: str) -> str:
                 raise FilterError(name, f"{value[:60]!r} is not an exit code") from None
             if not MIN_EXIT_CODE <= code <= MAX_EXIT_CODE or str(code) != value:
                 raise FilterError(name, f"{value[:60]!r} is not an exit code")
+    elif key in COUNT_FILTERS:
+        if not (value.isascii() and value.isdigit()) or str(int(value)) != value:
+            raise FilterError(name, f"{value[:60]!r} is not a count of {label(key).lower()}")
+        if int(value) > MAX_COUNT:
+            raise FilterError(name, f"a count is at most {MAX_COUNT}")
     elif (problem := text_problem(value)) is not None:
         raise FilterError(name, problem)
     elif len(value) > MAX_ANNOTATION_VALUE:

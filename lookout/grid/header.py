@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lookout.grid.columns import COLUMNS, MAX_WIDTH, MIN_WIDTH, column
-from lookout.grid.filters import MULTI_FILTERS, NONE, RANGE_FILTERS, TEXT_FILTERS
+from lookout.grid.filters import COUNT_FILTERS, MULTI_FILTERS, NONE, RANGE_FILTERS, TEXT_FILTERS
 from lookout.grid.params import GridParams
 
 _ENDS = {"int": ("min", "max"), "time": ("from", "to")}
@@ -36,7 +36,12 @@ MULTI_PARAMS = {
     "decision": "decision",
     "retryable": "retryable",
 }
-RANGE_PARAMS = {"priority": "priority", "exit_code": "exit_code"}
+RANGE_PARAMS = {
+    "priority": "priority",
+    "exit_code": "exit_code",
+    "runs": "runs",
+    "retries": "retries",
+}
 TIME_PARAMS = {"submitted": "submitted", "in_state": "in_state"}
 # The filters' URL parameters (``ann`` has chips of its own).
 FILTER_PARAMS = frozenset(
@@ -45,6 +50,7 @@ FILTER_PARAMS = frozenset(
         *MULTI_FILTERS.values(),
         *(f"{p}_{s}" for _, _, p, kind in RANGE_FILTERS for s in _ENDS[kind]),
         "exit_code",
+        *COUNT_FILTERS,
     }
 )
 # Labels of filter parameters for the chips of filters without a shown control.
@@ -55,7 +61,14 @@ PARAM_LABELS = {
     "cluster_exact": "Cluster",
     "pool_exact": "Pool",
     "exit_code": "Exit code",
+    "retries": "Retries",
+    "runs": "Runs",
 }
+
+
+def filters_set(raw: Mapping[str, list[str]]) -> bool:
+    """Whether the query sets any filter (annotation filters included), valid or not."""
+    return any(v.strip() for name in (*FILTER_PARAMS, "ann") for v in raw.get(name, []))
 
 
 def controlled_params(key: str) -> tuple[str, ...]:

@@ -53,6 +53,8 @@ def test_every_column_the_grid_groups_by_is_offered_with_its_label():
         "subcategory": "Subcategory",
         "decision": "Decision",
         "retryable": "Retryable",
+        "runs": "Runs",
+        "retries": "Retries",
     }
 
 
@@ -176,6 +178,14 @@ def test_a_bad_path_is_refused_naming_it(raw, problem):
         ("exit_code", "x", False),
         ("exit_code", "01", False),
         ("exit_code", str(2**40), False),
+        ("retries", "2", True),
+        ("runs", "0", True),
+        ("retries", "", False),
+        ("retries", "-1", False),
+        ("retries", "02", False),
+        ("runs", "abc", False),
+        ("runs", "²", False),
+        ("runs", str(2**40), False),
         ("retryable", "unknown", True),
         ("retryable", "", False),
         ("retryable", "maybe", False),

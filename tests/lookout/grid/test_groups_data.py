@@ -74,6 +74,16 @@ EXPECTED: dict[str, dict[str, dict[str, int]]] = {
         "137": {"failed": 1},
         "1": {"failed": 1},
     },
+    # 01 ran twice (retried once); 03 never ran.
+    "runs": {
+        "1": {"running": 1, "failed": 1, "succeeded": 2},
+        "2": {"failed": 1},
+        "0": {"queued": 1},
+    },
+    "retries": {
+        "0": {"running": 1, "queued": 1, "failed": 1, "succeeded": 2},
+        "1": {"failed": 1},
+    },
     "annotation:team": {
         "vision": {"failed": 1, "running": 1},
         "nlp": {"succeeded": 1},
@@ -93,6 +103,8 @@ def grouped_jobs(admin_user) -> None:
         failure_category="oom",
         failure_subcategory="container-oom",
         annotations={"team": "vision"},
+        run_count=2,
+        retry_count=1,
     )
     make_job(
         "02",
@@ -101,6 +113,7 @@ def grouped_jobs(admin_user) -> None:
         owner="bob",
         priority_class="armada-preemptible",
         annotations={"team": "vision"},
+        run_count=1,
     )
     make_job("03", job_set="s2", state="queued")
     make_job(
@@ -109,9 +122,17 @@ def grouped_jobs(admin_user) -> None:
         state="failed",
         failure_category="user-error",
         failure_subcategory="exit-1",
+        run_count=1,
     )
-    make_job("05", job_set="s1", state="succeeded")
-    make_job("06", queue="other", job_set="s9", state="succeeded", annotations={"team": "nlp"})
+    make_job("05", job_set="s1", state="succeeded", run_count=1)
+    make_job(
+        "06",
+        queue="other",
+        job_set="s9",
+        state="succeeded",
+        annotations={"team": "nlp"},
+        run_count=1,
+    )
     make_run(
         "r01a",
         "01",

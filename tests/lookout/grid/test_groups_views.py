@@ -175,6 +175,8 @@ def test_a_viewer_expands_only_what_they_may_watch(client, owner, jobs):
         ("group=bogus&path=%5B%5D", "group"),
         ("group=queue,state,owner,node&path=%5B%5D", "group"),
         ("group=exit_code&path=" + quote('[["exit_code","x"]]'), "path"),
+        ("group=retries&path=" + quote('[["retries","-1"]]'), "path"),
+        ("group=runs&path=%5B%5D&runs_min=abc", "runs_min"),
         ("group=queue&path=%5B%5D&expanded=" + quote('[["state","x"]]'), "expanded"),
         ("group=queue&path=%5B%5D&expanded=%5B%5D", "expanded"),
         ("group=queue&path=%5B%5D&state=finished", "state"),
