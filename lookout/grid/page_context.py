@@ -6,13 +6,19 @@ from dataclasses import replace
 from typing import Any
 from urllib.parse import parse_qsl
 
-from django.http import HttpRequest
+from django.http import HttpRequest, QueryDict
 from django.urls import reverse
 from django.utils import timezone
 
 from lookout.grid.columns import ANNOTATION_PREFIX, COLUMNS, DEFAULT_COLUMNS, column
 from lookout.grid.filters import FilterError, JobFilters
-from lookout.grid.header import annotation_chips, header_cells, kept_filters
+from lookout.grid.header import (
+    FILTER_PARAMS,
+    annotation_chips,
+    filters_set,
+    header_cells,
+    kept_filters,
+)
 from lookout.grid.options import filter_options
 from lookout.grid.pages import grid_page
 from lookout.grid.params import PAGE_SIZES, GridParams
@@ -20,6 +26,9 @@ from lookout.grid.prefs import request_columns
 
 # What an htmx request for the rows also replaces (the filter row stays: it is being typed in).
 GRID_OOB = "#grid-head,#grid-cols,#grid-pager,#grid-error,#grid-chips,#grid-form-fields"
+# What a link that sets the filters itself (a ready view, clearing them) replaces: the
+# filter row too, so that its fields show the new filters.
+GRID_OOB_WITH_FILTERS = GRID_OOB + ",#grid-filter-row"
 
 
 def _groups_html(request: HttpRequest, params: GridParams) -> str | None:
@@ -59,6 +68,10 @@ def grid_context(
         "view_fields": _view_fields(params),
         "form_fields": parse_qsl(params.url(filters=JobFilters()).lstrip("?")),
         "grid_oob": GRID_OOB,
+        "grid_oob_with_filters": GRID_OOB_WITH_FILTERS,
+        "filters_set": filters_set(raw),
+        "clear_url": _clear_url(params, raw, error),
+        **_retried_view(params),
         # After a change in the chooser the grid follows the saved choice, not the URL's.
         "chooser_next": reverse("lookout:jobs") + replace(params, columns_in_url=False).url(),
         "grid_state": {
@@ -85,6 +98,28 @@ def grid_context(
         )
         context["first_url"] = params.url() if (params.after or params.before) else ""
     return context
+
+
+def _clear_url(params: GridParams, raw: dict[str, list[str]], error: FilterError | None) -> str:
+    """The view without any filter, keeping the rest of it (sort, columns, grouping, page
+    size); after a refused filter, the rest of the URL as it was sent, if it is valid."""
+    if error is None:
+        return params.url(filters=JobFilters())
+    rest = QueryDict(mutable=True)
+    for name, values in raw.items():
+        if name not in FILTER_PARAMS and not name.startswith("ann"):
+            rest.setlist(name, values)
+    try:
+        return GridParams.from_query(rest).url(after=None, before=None)
+    except FilterError:
+        return params.url(filters=JobFilters())
+
+
+def _retried_view(params: GridParams) -> dict[str, Any]:
+    """The ready view "Retried jobs" (retries at least 1) on top of the other filters, and
+    whether it is the view shown."""
+    retried = replace(params.filters, retries=None, retries_min=1, retries_max=None)
+    return {"retried_url": params.url(filters=retried), "retried_shown": params.filters == retried}
 
 
 def _fallback_params(raw: dict[str, list[str]], saved, widths) -> GridParams:

@@ -159,6 +159,15 @@
       document.dispatchEvent(new CustomEvent("lookout:rows-changed"));
     }
   });
+  // "Clear all filters" takes itself away: the focus goes on to the filter bar's ready views.
+  document.addEventListener("htmx:afterSettle", function (event) {
+    const config = event.detail && event.detail.requestConfig;
+    if (!config || !config.elt || config.elt.id !== "clear-filters") return;
+    const active = document.activeElement;
+    if (active && active !== document.body && document.contains(active)) return;
+    const next = document.querySelector("#grid-chips .grid-presets a");
+    if (next) next.focus();
+  });
   document.addEventListener("lookout:rows-changed", function () {
     setupRoving();
     syncSelection();
