@@ -52,8 +52,10 @@ LAYOUTS = (
 
 @dataclass
 class Line:
-    """One line: its counts per bucket, total charted and total with what the counters
-    gained since the last sample (``live``)."""
+    """One line: its counts per bucket, its total charted, and its total in the range up to
+    now (``live``): the charted total with what the counters gained since the last sample.
+    Both count from the start of the range, not the counters' own values (their totals
+    since they started), and the page words them so."""
 
     label: str
     color: str

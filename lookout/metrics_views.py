@@ -5,8 +5,10 @@ charts with a data table each), beside the counters' current values (``MetricCou
 The charted range is the chosen period (``?period=``, 6 h unless asked) cut to the history
 there is, so a short history fills the charts. Each point counts what one bucket added (not
 a running total). The history is sampled every minute, so the charts end at the last
-sample: the page says when that was, shows beside each charted total the live total (with
-what the counters gained since), and warns when the sampler seems stopped.
+sample: the page says when that was, shows beside each charted total the total in the range
+up to now (with what the counters gained since the last sample: an increase over the range,
+worded so, never called the counter's value, which counts from the counter's start), and
+warns when the sampler seems stopped.
 
 Rows labelled with a queue are shown only for queues the viewer may watch.
 """

@@ -123,8 +123,36 @@ def test_freshness_and_live_totals_beside_the_charted_ones(client, history):
     ml = response.context["policy_charts"][1]
     retry = ml.lines[0]
     assert (retry.label, retry.total, retry.live, retry.unsampled) == ("retry", 4, 9, 5)
-    assert '4 charted</span>, <span class="live">9 live</span>' in text
+    assert '4 charted</span>, <span class="live">9 in the range up to now</span>' in text
     assert "(+5 since the last sample)" in text
+
+
+def test_the_figure_beside_the_chart_and_its_words_agree_with_the_counter(
+    client, admin_user, queue
+):
+    """A counter at 7 of which 2 were counted before the history starts: the legend's figure
+    is the increase over the range (5), worded so, never "live" or "the counter now"; the
+    counter's own 7 is under "Counters now", and the page says why the two differ."""
+    labels = {"queue": "demo", "pool": "default", "policy": "ml", "decision": "retry"}
+    add(DECISIONS, 2, **labels)
+    sampled(30)  # the history's first sample: its baseline
+    add(DECISIONS, 3, **labels)
+    sampled(10)
+    add(DECISIONS, 2, **labels)  # not sampled yet: the counter is at 7
+    client.force_login(admin_user)
+    response = client.get(URL, {"period": "1h"})
+    retry = response.context["policy_charts"][0].lines[0]
+    assert (retry.label, retry.total, retry.live, retry.unsampled) == ("retry", 3, 5, 2)
+    text = re.sub(r"\s+", " ", response.content.decode())
+    legend = (
+        '<span class="charted">3 charted</span>, <span class="live">5 in the range up to now</span>'
+    )
+    assert legend in text
+    assert "(+2 since the last sample)" in text
+    assert re.search(r'<td>retry</td><td class="num">7</td>', text)  # under Counters now
+    assert "the counter now" not in text and " live</span>" not in text
+    assert "Both count only what was added in the range shown" in text
+    assert "its total since it started, can be higher" in text
 
 
 def test_a_stale_sampler_is_named(client, history):
