@@ -91,6 +91,7 @@ class Supervisor:
     policy: RestartPolicy = field(default_factory=RestartPolicy)
     clock: Callable[[], float] = time.monotonic
     poll_interval: float = 0.2
+    slow_stop: float = 1.0  # seconds after which those still stopping are named
     children: dict[str, subprocess.Popen] = field(default_factory=dict)
     deaths: dict[str, list[float]] = field(default_factory=dict)
     restart_at: dict[str, float] = field(default_factory=dict)
@@ -197,15 +198,30 @@ class Supervisor:
         return True
 
     def stop_all(self) -> None:
-        """SIGTERM to every child's group, SIGKILL to those still there after the timeout."""
-        live = [c for c in self.children.values() if c.poll() is None]
-        for child in live:
+        """SIGTERM to every child's group, SIGKILL to those still there after the timeout.
+        Those still stopping after ``slow_stop`` seconds are named once, so that a wait is
+        never silent."""
+        live = {name: c for name, c in self.children.items() if c.poll() is None}
+        for child in live.values():
             _signal_group(child, signal.SIGTERM)
-        deadline = self.clock() + self.policy.stop_timeout
-        for child in live:
-            try:
-                child.wait(timeout=max(0.1, deadline - self.clock()))
-            except subprocess.TimeoutExpired:
+        started = self.clock()
+        deadline = started + self.policy.stop_timeout
+        named = False
+        while live and self.clock() < deadline:
+            for name, child in list(live.items()):
+                if child.poll() is not None:
+                    _signal_group(child, signal.SIGKILL)  # whatever it left in its group
+                    del live[name]
+            if live and not named and self.clock() - started >= self.slow_stop:
+                named = True
+                self.say(
+                    f"runall: waiting for {', '.join(sorted(live))} to stop "
+                    f"(at most {self.policy.stop_timeout:g} s)"
+                )
+            if live:
+                time.sleep(min(self.poll_interval, max(0.0, deadline - self.clock())))
+        for child in live.values():
+            if child.poll() is None:
                 self.say(f"runall: pid {child.pid} did not stop within the timeout; killing it")
             _signal_group(child, signal.SIGKILL)
             child.wait()

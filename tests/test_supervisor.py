@@ -194,3 +194,40 @@ def test_a_process_never_ready_is_said_once():
     warnings = [x for x in lines if x.startswith("runall: not ready after 120 s")]
     assert len(warnings) == 1
     assert "up" not in lines
+
+
+def test_children_slow_to_stop_are_named_while_the_supervisor_waits():
+    """A child that takes its time over SIGTERM is named once after ``slow_stop``; one that
+    stops at once is not; both are gone when ``run`` returns."""
+    slow = python(
+        """
+        import signal, sys, time
+        signal.signal(signal.SIGTERM, lambda *_: (time.sleep(1.5), sys.exit(0)))
+        time.sleep(120)
+        """
+    )
+    lines: list[str] = []
+    supervisor = Supervisor(
+        {"quick": ["sleep", "120"], "slow": slow}, say=lines.append, poll_interval=0.05
+    )
+    supervisor.slow_stop = 0.5
+
+    def stop_once_started() -> None:
+        pid = supervisor.children["slow"].pid
+        # The slow child's handler must be installed before it is asked to stop.
+        wait_until("the slow child's handler", lambda: _handler_installed(pid), timeout=30)
+        supervisor._signals = 1
+
+    assert supervisor.run(on_started=stop_once_started) == 0
+    waiting = [line for line in lines if line.startswith("runall: waiting for")]
+    assert waiting == ["runall: waiting for slow to stop (at most 15 s)"]
+    assert not any("did not stop within the timeout" in line for line in lines)
+    assert all(child.poll() is not None for child in supervisor.children.values())
+
+
+def _handler_installed(pid: int) -> bool:
+    """Whether process ``pid`` catches SIGTERM (its SigCgt mask has bit 15)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("SigCgt:"):
+            return bool(int(line.split()[1], 16) & (1 << (signal.SIGTERM - 1)))
+    return False

@@ -285,7 +285,7 @@ async def serve_until_signalled(
         loop.add_signal_handler(signum, stop.set)
     announce(f"{name}: serving {what(server, port)}")
     await stop.wait()
-    announce(f"{name}: stopping; calls in flight have {grace_period:g} s")
+    announce(f"{name}: stopping (a call still in flight gets up to {grace_period:g} s to finish)")
     await server.stop(grace_period)
     with contextlib.suppress(Exception):
         executor.shutdown(wait=False, cancel_futures=True)
