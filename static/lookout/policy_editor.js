@@ -73,8 +73,12 @@
       return;
     }
     summary.className = "errors";
+    // Validate only checks (nothing is ever saved by it): say what to do, not what failed.
     heading.textContent =
-      errors.length + " problem" + (errors.length === 1 ? "" : "s") + "; nothing was saved";
+      errors.length +
+      " problem" +
+      (errors.length === 1 ? "" : "s") +
+      " to fix before saving (Validate checks, it does not save)";
     const list = document.createElement("ul");
     errors.forEach(function (error) {
       const item = document.createElement("li");

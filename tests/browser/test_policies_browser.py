@@ -80,7 +80,10 @@ def test_edit_history_attach_and_tester(page, setup, screenshot):
     editor.fill(POLICY.replace("factor: 1.5", "factor: 0.5"))
     page.get_by_role("button", name="Validate").click()
     summary = page.locator("#editor-errors")
-    expect(summary).to_contain_text("1 problem; nothing was saved")
+    expect(summary).to_contain_text(
+        "1 problem to fix before saving (Validate checks, it does not save)"
+    )
+    expect(summary).not_to_contain_text("nothing was saved")
     expect(summary.locator("li")).to_contain_text("Line 17")
     expect(summary.locator("code")).to_have_text("rules[2].mutate.resources.memory.factor")
     expect(page.locator(".gutter mark")).to_have_text("17")
@@ -92,9 +95,20 @@ def test_edit_history_attach_and_tester(page, setup, screenshot):
     screenshot(page, "policy-edit-errors")
     no_problems(page)
 
-    # Saving it anyway is refused by the server with the same error; nothing is stored.
+    # A key given twice is refused with both lines, not silently the last one kept.
+    editor.fill(POLICY.replace("retryLimit: 3\n", "retryLimit: 3\nretryLimit: 7\n"))
+    page.get_by_role("button", name="Validate").click()
+    expect(summary.locator("li")).to_contain_text("found duplicate key 'retryLimit'")
+    line = POLICY.splitlines().index("retryLimit: 3") + 1
+    expect(summary.locator("li")).to_contain_text(f"first given on line {line}")
+    expect(summary.locator("li .where")).to_have_text(f"Line {line + 1}")
+    assert RetryPolicy.objects.get().version == 1
+
+    # Saving a mistake anyway is refused by the server with the same error; nothing is stored.
+    editor.fill(POLICY.replace("factor: 1.5", "factor: 0.5"))
     page.get_by_role("button", name="Save").click()
     expect(page.locator("#editor-errors li")).to_contain_text("Line 17")
+    expect(page.locator("#editor-errors")).to_contain_text("nothing was saved")
     assert RetryPolicy.objects.get().version == 1
     assert RetryPolicyVersion.objects.count() == 1
     no_problems(page)
