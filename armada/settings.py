@@ -245,6 +245,9 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("ARMADA_MAX_BODY_BYTES", 10 * 1024 * 1024)
 # The largest body taken from a caller who has not logged in (the login form, say): the
 # ASGI guard (armada.api.bodyguard) answers 413 above it and never spools such a body.
 ANONYMOUS_MAX_BODY_BYTES = env_int("ARMADA_MAX_ANONYMOUS_BODY_BYTES", 64 * 1024)
+# How much of each run's log is kept: the last this many KiB (older lines are dropped, and
+# a marker line says how many bytes; services.run_logs). At least 1.
+RUN_LOG_LIMIT_BYTES = max(1, env_int("ARMADA_RUN_LOG_KIB", 64)) * 1024
 
 # --- REST API -------------------------------------------------------------------------------
 REST_FRAMEWORK = {

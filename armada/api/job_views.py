@@ -89,7 +89,10 @@ class JobDetailView(ApiView):
 
 
 class RunLogView(ApiView):
-    @extend_schema(responses={200: RunLogSerializer, **ERRORS}, summary="The log of a run")
+    @extend_schema(
+        responses={200: RunLogSerializer, **ERRORS},
+        summary="The log of a run: the lines so far while it runs, its tail once it ended",
+    )
     def get(self, request: Request, run_id: str) -> Response:
         run = job_selectors.run_get(actor=request.user, run_id=run_id)
         entry = job_selectors.run_log_text(run=run)
@@ -100,6 +103,8 @@ class RunLogView(ApiView):
                 "log": entry.text if entry else "",
                 "truncated": entry.truncated if entry else False,
                 "updatedAt": entry.updated_at if entry else None,
+                "dropped": entry.dropped if entry else 0,
+                "runState": run.state,
             }
         )
 

@@ -5,6 +5,8 @@ The order (``docs/concurrency.md`` explains each step):
 1. queue rows, then retry-policy rows (configuration);
 2. job rows, in id order;
 3. run rows, in id order;
+   then their log rows (``RunLog``, ``services.run_logs``), in run id order: a run's end
+   replaces its log; the pieces of a running run's log lock its log row alone;
 4. the event-log lock (``services.events``), once, as the last lock of the transaction; the
    database counters are written after it and only under it.
 

@@ -1,8 +1,8 @@
 """Applying what executors report about runs: state changes, outcomes and their events.
 
 ``runs_apply_report_batch`` takes one batch (an executor's ``ReportEvents`` call) and commits
-every change, every event, the failure-category counts and the logs in one transaction, and
-says for each report what became of it:
+every change, every event, the failure-category counts and the final logs (``run_logs``) in
+one transaction, and says for each report what became of it:
 
 - **applied**: the report moved its run on;
 - **duplicate**: the run is at that phase already, or past it (a report sent again, or a
@@ -31,7 +31,7 @@ from django.db import transaction
 
 from armada.core.reports import RunReport, failure_cause
 from armada.core.states import JOB_STATE_FOR_RUN, EventType, JobState, RunState, run_can_move
-from armada.models import Job, Run, RunLog
+from armada.models import Job, Run
 from armada.services import latest_run
 from armada.services.failures import lease_return_verdict
 from armada.services.locking import lock_runs_with_jobs
@@ -39,10 +39,9 @@ from armada.services.report_outcomes import Outcome, ReportOutcome
 from armada.services.report_stops import record_cancelled, record_preempted, stop_requests
 from armada.services.run_ingress import FIELD as INGRESS_FIELD
 from armada.services.run_ingress import ingress_outcome, record_ingress
+from armada.services.run_logs import run_logs_finish
 from armada.services.runs import FAILURE_CATEGORY_COUNTER, RUN_FIELDS, Changes, record_failure
 from armada.services.usage_metrics import pod_phases_count
-
-LOG_LIMIT = 64 * 1024
 
 _EVENT_FOR_STATE = {
     RunState.PENDING: EventType.PENDING,
@@ -134,7 +133,7 @@ def runs_apply_report_batch(
             changes = Changes(job_fields=REPORT_JOB_FIELDS, run_fields=RUN_FIELDS)
         if ingress:
             changes.run_fields = (*changes.run_fields, INGRESS_FIELD)
-        logs: dict[str, RunReport] = {}
+        logs: dict[str, str] = {}  # run id -> the final tail of its log
         phases: list[tuple[str, str]] = []  # (queue, state) of each report applied
         stops = stop_requests(runs, reports)
         for i in in_run_order(reports):
@@ -151,7 +150,7 @@ def runs_apply_report_batch(
                 continue  # changes nothing, its log included
             phases.append((run.job.queue_id, report.state))
             if report.log is not None:
-                logs[run.id] = report
+                logs[run.id] = report.log
             job = run.job
             changes.touch(run, job)
             if report.kubernetes_id and not run.kubernetes_id:
@@ -169,7 +168,7 @@ def runs_apply_report_batch(
                 record_failure(run=run, changes=changes)
             else:
                 _advance(run, job, report, changes)
-        _save_logs(logs, now)
+        run_logs_finish(logs=logs, now=now)  # the log rows after the runs (services.locking)
         pod_phases_count(changes, phases)
         changes.write()
     return [outcomes[i] for i in range(len(reports))]
@@ -318,25 +317,4 @@ def _lease_returned(
         subcategory=verdict.subcategory,
         reason=verdict.reason,
         message=verdict.message,
-    )
-
-
-def _save_logs(reports: dict[str, RunReport], now: datetime) -> None:
-    """Insert or replace the logs of a batch in one statement (an upsert on the run)."""
-    rows = [
-        RunLog(
-            run_id=run_id,
-            text=(report.log or "")[-LOG_LIMIT:],
-            truncated=len(report.log or "") > LOG_LIMIT,
-            updated_at=now,
-        )
-        for run_id, report in reports.items()
-        if report.log  # an empty log is not worth a row
-    ]
-    RunLog.objects.bulk_create(
-        rows,
-        batch_size=1000,
-        update_conflicts=True,
-        unique_fields=["run"],
-        update_fields=["text", "truncated", "updated_at"],
     )

@@ -13,7 +13,12 @@ Every call is checked in this order, each refusal changing nothing:
    In a report, a malformed event is refused on its own (its result says why) and the
    others are applied; ingress addresses are well formed only on a RUNNING event, with
    ports from 1 to 65535 and addresses of 1 to 2048 characters. A malformed utilisation
-   (no run id or time, a quantity that does not parse) is refused on its own likewise.
+   (no run id or time, a quantity that does not parse) is refused on its own likewise, and
+   so is a malformed log chunk (no run id, a container name or data too long).
+
+A report's log chunks are stored before its events are applied (``services.run_logs``, in a
+transaction of their own that locks only the runs' log rows), so that a run's final log, on
+its last event, comes after its last chunk.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from armada.core.quantity import parse_quantity
 from armada.executor.api import executorapi_pb2 as pb
 from armada.executor.api.messages import (
     STATE_OF_PHASE,
+    log_piece,
     run_report,
     run_utilisation,
     timestamp,
@@ -50,6 +56,7 @@ from armada.services.executor_sessions import (
     executor_session_open,
 )
 from armada.services.kept_pods import kept_pods_deleted
+from armada.services.run_logs import run_logs_append
 from armada.services.run_reports import Outcome, runs_apply_report_batch
 from armada.services.run_utilisation import runs_record_utilisation
 from armada.wire.errors import Unauthenticated
@@ -61,6 +68,9 @@ MAX_NODES = 100_000
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 MAX_INGRESS_ADDRESSES = 1000
 MAX_INGRESS_ADDRESS_LENGTH = 2048
+#: A log chunk's largest data (the executor sends 64 KiB at most) and container name.
+MAX_LOG_CHUNK_BYTES = 1024 * 1024
+MAX_CONTAINER_NAME = 253
 NO_CREDENTIAL = (
     "no executor credential: send the metadata 'authorization: Bearer <credential>' "
     "(armadactl create executor-credential <cluster id> makes one)"
@@ -262,6 +272,7 @@ def _ingress_problem(i: int, event: pb.RunEvent) -> str:
 def report_events(call: ExecutorCall, request: pb.ReportRequest) -> pb.ReportResponse:
     _own(call, request.executor_id)
     executor_session_check(executor_id=request.executor_id, session=request.session)
+    chunk_results = _append_log_chunks(request, call.now) if request.log_chunks else []
     results: list[pb.EventResult | None] = []
     valid, places = [], []
     for i, event in enumerate(request.events):
@@ -287,7 +298,44 @@ def report_events(call: ExecutorCall, request: pb.ReportRequest) -> pb.ReportRes
             expired=min(request.kept_pods_expired, len(request.kept_pods_deleted)),
             now=call.now,
         )
-    return pb.ReportResponse(results=results, utilisation_results=utilisation_results)
+    return pb.ReportResponse(
+        results=results,
+        utilisation_results=utilisation_results,
+        log_chunk_results=chunk_results,
+    )
+
+
+def _chunk_problem(i: int, chunk: pb.LogChunk) -> str:
+    where = f"logChunks[{i}]"
+    if not chunk.run_id:
+        return f"{where}.runId: missing"
+    if len(chunk.container) > MAX_CONTAINER_NAME:
+        return f"{where}.container: at most {MAX_CONTAINER_NAME} characters"
+    if len(chunk.data) > MAX_LOG_CHUNK_BYTES:
+        return f"{where}.data: at most {MAX_LOG_CHUNK_BYTES} bytes a chunk"
+    return ""
+
+
+def _append_log_chunks(request: pb.ReportRequest, now: datetime) -> list[pb.EventResult]:
+    """The request's log chunks, checked one by one and appended (``run_logs``)."""
+    results: list[pb.EventResult | None] = []
+    valid, places = [], []
+    for i, chunk in enumerate(request.log_chunks):
+        problem = _chunk_problem(i, chunk)
+        if problem:
+            results.append(pb.EventResult(run_id=chunk.run_id, outcome=pb.REFUSED, reason=problem))
+            continue
+        results.append(None)
+        valid.append(log_piece(chunk))
+        places.append(i)
+    outcomes = run_logs_append(executor_id=request.executor_id, pieces=valid, now=now)
+    for i, outcome in zip(places, outcomes, strict=True):
+        results[i] = pb.EventResult(
+            run_id=request.log_chunks[i].run_id,
+            outcome=_OUTCOMES.get(outcome.outcome, pb.REFUSED),
+            reason=outcome.reason,
+        )
+    return results
 
 
 def _record_utilisation(request: pb.ReportRequest) -> list[pb.EventResult]:

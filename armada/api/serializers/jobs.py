@@ -298,11 +298,26 @@ class JobSerializer(serializers.ModelSerializer):
 
 
 class RunLogSerializer(serializers.Serializer):
+    """A run's log as stored: while the run runs, the lines its executor has sent so far
+    (about once a second); once it ended, the tail it ended with. At most the last
+    ``ARMADA_RUN_LOG_KIB`` KiB are kept; the text then starts with a line saying how many
+    bytes were dropped."""
+
     runId = serializers.CharField()
     jobId = serializers.CharField()
     log = serializers.CharField(help_text="the tail of the pod's stdout and stderr")
-    truncated = serializers.BooleanField(help_text="true when only the tail is kept")
-    updatedAt = serializers.DateTimeField(allow_null=True)
+    truncated = serializers.BooleanField(
+        help_text="true when the start of the log was not kept (the first line says so)"
+    )
+    updatedAt = serializers.DateTimeField(
+        allow_null=True, help_text="when the executor last added to the log (null: never)"
+    )
+    dropped = serializers.IntegerField(
+        help_text="how many bytes of the log's start were not kept (0: none, or not known)"
+    )
+    runState = serializers.CharField(
+        help_text="the run's state: the log grows while it is leased, pending or running"
+    )
 
 
 class JobSummarySerializer(serializers.ModelSerializer):

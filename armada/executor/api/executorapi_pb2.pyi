@@ -295,8 +295,20 @@ class RunUtilisation(_message.Message):
     total_cumulative_usage: _containers.ScalarMap[str, str]
     def __init__(self, run_id: _Optional[str] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., kubernetes_id: _Optional[str] = ..., max_resources_for_period: _Optional[_Mapping[str, str]] = ..., avg_resources_for_period: _Optional[_Mapping[str, str]] = ..., total_cumulative_usage: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
+class LogChunk(_message.Message):
+    __slots__ = ("run_id", "container", "offset", "data")
+    RUN_ID_FIELD_NUMBER: _ClassVar[int]
+    CONTAINER_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    run_id: str
+    container: str
+    offset: int
+    data: bytes
+    def __init__(self, run_id: _Optional[str] = ..., container: _Optional[str] = ..., offset: _Optional[int] = ..., data: _Optional[bytes] = ...) -> None: ...
+
 class ReportRequest(_message.Message):
-    __slots__ = ("executor_id", "session", "events", "kept_pods_deleted", "kept_pods_expired", "utilisation", "utilisation_period_seconds")
+    __slots__ = ("executor_id", "session", "events", "kept_pods_deleted", "kept_pods_expired", "utilisation", "utilisation_period_seconds", "log_chunks")
     EXECUTOR_ID_FIELD_NUMBER: _ClassVar[int]
     SESSION_FIELD_NUMBER: _ClassVar[int]
     EVENTS_FIELD_NUMBER: _ClassVar[int]
@@ -304,6 +316,7 @@ class ReportRequest(_message.Message):
     KEPT_PODS_EXPIRED_FIELD_NUMBER: _ClassVar[int]
     UTILISATION_FIELD_NUMBER: _ClassVar[int]
     UTILISATION_PERIOD_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    LOG_CHUNKS_FIELD_NUMBER: _ClassVar[int]
     executor_id: str
     session: str
     events: _containers.RepeatedCompositeFieldContainer[RunEvent]
@@ -311,7 +324,8 @@ class ReportRequest(_message.Message):
     kept_pods_expired: int
     utilisation: _containers.RepeatedCompositeFieldContainer[RunUtilisation]
     utilisation_period_seconds: float
-    def __init__(self, executor_id: _Optional[str] = ..., session: _Optional[str] = ..., events: _Optional[_Iterable[_Union[RunEvent, _Mapping]]] = ..., kept_pods_deleted: _Optional[_Iterable[str]] = ..., kept_pods_expired: _Optional[int] = ..., utilisation: _Optional[_Iterable[_Union[RunUtilisation, _Mapping]]] = ..., utilisation_period_seconds: _Optional[float] = ...) -> None: ...
+    log_chunks: _containers.RepeatedCompositeFieldContainer[LogChunk]
+    def __init__(self, executor_id: _Optional[str] = ..., session: _Optional[str] = ..., events: _Optional[_Iterable[_Union[RunEvent, _Mapping]]] = ..., kept_pods_deleted: _Optional[_Iterable[str]] = ..., kept_pods_expired: _Optional[int] = ..., utilisation: _Optional[_Iterable[_Union[RunUtilisation, _Mapping]]] = ..., utilisation_period_seconds: _Optional[float] = ..., log_chunks: _Optional[_Iterable[_Union[LogChunk, _Mapping]]] = ...) -> None: ...
 
 class EventResult(_message.Message):
     __slots__ = ("run_id", "outcome", "reason")
@@ -324,9 +338,11 @@ class EventResult(_message.Message):
     def __init__(self, run_id: _Optional[str] = ..., outcome: _Optional[_Union[Outcome, str]] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class ReportResponse(_message.Message):
-    __slots__ = ("results", "utilisation_results")
+    __slots__ = ("results", "utilisation_results", "log_chunk_results")
     RESULTS_FIELD_NUMBER: _ClassVar[int]
     UTILISATION_RESULTS_FIELD_NUMBER: _ClassVar[int]
+    LOG_CHUNK_RESULTS_FIELD_NUMBER: _ClassVar[int]
     results: _containers.RepeatedCompositeFieldContainer[EventResult]
     utilisation_results: _containers.RepeatedCompositeFieldContainer[EventResult]
-    def __init__(self, results: _Optional[_Iterable[_Union[EventResult, _Mapping]]] = ..., utilisation_results: _Optional[_Iterable[_Union[EventResult, _Mapping]]] = ...) -> None: ...
+    log_chunk_results: _containers.RepeatedCompositeFieldContainer[EventResult]
+    def __init__(self, results: _Optional[_Iterable[_Union[EventResult, _Mapping]]] = ..., utilisation_results: _Optional[_Iterable[_Union[EventResult, _Mapping]]] = ..., log_chunk_results: _Optional[_Iterable[_Union[EventResult, _Mapping]]] = ...) -> None: ...

@@ -19,6 +19,7 @@ from armada.core.config import Executor as ExecutorConfig
 from armada.core.config_kubernetes import HOSTNAME_LABEL
 from armada.core.quantity import format_quantity, parse_quantity
 from armada.core.reports import ContainerEnd, RunReport, RunUtilisation
+from armada.core.runlog import LogPiece
 from armada.core.states import RunState
 from armada.executor.api import executorapi_pb2 as pb
 from armada.executor.backends.base import ClusterNode
@@ -286,3 +287,14 @@ def run_utilisation(message: pb.RunUtilisation) -> RunUtilisation:
         avg_usage=maps["avg_resources_for_period"],
         cumulative=maps["total_cumulative_usage"],
     )
+
+
+def log_chunk_message(piece: LogPiece) -> pb.LogChunk:
+    return pb.LogChunk(
+        run_id=piece.run_id, container=piece.container, offset=piece.offset, data=piece.data
+    )
+
+
+def log_piece(message: pb.LogChunk) -> LogPiece:
+    """The piece of a log chunk the server received (checked already)."""
+    return LogPiece(message.run_id, message.container, message.offset, bytes(message.data))
