@@ -16,6 +16,7 @@ from armada.services.errors import Conflict, NotFound, ValidationFailed
 from armada.services.tokens import (
     NAME_MAX_CHARS,
     NewToken,
+    TokenLifetimes,
     token_create,
     token_expiry,
     token_get,
@@ -23,15 +24,42 @@ from armada.services.tokens import (
     token_revoke,
 )
 
-EXPIRY_CHOICES = [
-    ("7d", "in 7 days"),
-    ("30d", "in 30 days"),
-    ("90d", "in 90 days"),
-    ("365d", "in a year"),
-    ("", "never"),
-]
+# The usual lives offered, in days; the configured default is added when it is none of them.
+OFFERED_DAYS = (7, 30, 90, 365)
+NEVER = "never"
 # The service's field names, as the form calls them.
 FORM_FIELDS = {"name": "name", "expiresIn": "expires", "expiresAt": "expires"}
+
+
+def _span_label(seconds: float) -> str:
+    days = seconds / 86400
+    if days == 365:
+        return "in a year"
+    if days.is_integer():
+        return f"in {days:g} day{'' if days == 1 else 's'}"
+    return f"in {seconds / 3600:g} hours"
+
+
+def _span_value(seconds: float) -> str:
+    days = seconds / 86400
+    return f"{days:g}d" if days.is_integer() else f"{seconds:g}s"
+
+
+def expiry_choices(lifetimes: TokenLifetimes) -> tuple[list[tuple[str, str]], str]:
+    """The lives offered (none past ``auth.tokenMaxLifetime``; "never" only when there is no
+    maximum) and the one chosen at first (``auth.tokenLifetime``)."""
+    spans = {days * 86400.0 for days in OFFERED_DAYS}
+    if lifetimes.default:
+        spans.add(lifetimes.default)
+    choices = [
+        (_span_value(s), _span_label(s))
+        for s in sorted(spans)
+        if not lifetimes.most or s <= lifetimes.most
+    ]
+    if not lifetimes.most:
+        choices.append((NEVER, "never"))
+    initial = _span_value(lifetimes.default) if lifetimes.default else NEVER
+    return choices, initial
 
 
 class TokenForm(forms.Form):
@@ -40,12 +68,13 @@ class TokenForm(forms.Form):
         max_length=NAME_MAX_CHARS,
         help_text="Where the token is used, e.g. laptop or nightly-ci.",
     )
-    expires = forms.ChoiceField(
-        label="Expires", choices=EXPIRY_CHOICES, initial="90d", required=False
-    )
+    expires = forms.ChoiceField(label="Expires", required=False)
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, label_suffix="", **kwargs)
+        choices, initial = expiry_choices(TokenLifetimes.configured())
+        self.fields["expires"].choices = choices
+        self.fields["expires"].initial = initial
 
 
 def _create(request: HttpRequest, form: TokenForm) -> NewToken | None:
@@ -54,7 +83,13 @@ def _create(request: HttpRequest, form: TokenForm) -> NewToken | None:
         return None
     now = timezone.now()
     try:
-        expires_at = token_expiry(expires_in=form.cleaned_data["expires"] or None, now=now)
+        chosen = form.cleaned_data["expires"]
+        lifetimes = TokenLifetimes.configured()
+        if chosen == NEVER:  # offered only when no maximum is configured
+            lifetimes = TokenLifetimes(default=0.0, most=lifetimes.most)
+        expires_at = token_expiry(
+            expires_in=None if chosen == NEVER else chosen or None, now=now, lifetimes=lifetimes
+        )
         return token_create(
             user=request.user, name=form.cleaned_data["name"], expires_at=expires_at, now=now
         )

@@ -16,7 +16,14 @@ from armada.api.serializers import ErrorSerializer
 from armada.api.views import ApiView
 from armada.models import ApiToken
 from armada.services.errors import FieldError, ValidationFailed
-from armada.services.tokens import token_create, token_expiry, token_list, token_revoke
+from armada.services.tokens import (
+    TokenLifetimes,
+    made_with,
+    token_create,
+    token_expiry,
+    token_list,
+    token_revoke,
+)
 
 
 class TokenSerializer(serializers.Serializer):
@@ -102,7 +109,11 @@ class TokenListView(ApiView):
             raise ValidationFailed([FieldError(key, "unknown field") for key in unknown])
         now = timezone.now()
         expires_at = token_expiry(
-            expires_at=data.get("expiresAt"), expires_in=data.get("expiresIn"), now=now
+            expires_at=data.get("expiresAt"),
+            expires_in=data.get("expiresIn"),
+            now=now,
+            lifetimes=TokenLifetimes.configured(),
+            made_with=made_with(request.auth),
         )
         new = token_create(user=request.user, name=data.get("name"), expires_at=expires_at, now=now)
         body = TokenSerializer(new.token, context=_context(request)).data

@@ -203,7 +203,9 @@ def add_session_commands(tree: CommandTree) -> None:
         "--name", metavar="NAME", help="the token's name (default: armadactl on <host> <time>)"
     )
     login.add_argument(
-        "--expires-in", metavar="DURATION", help="e.g. 90d or 12h (default: never expires)"
+        "--expires-in",
+        metavar="DURATION",
+        help="e.g. 30d or 12h (default: the server's auth.tokenLifetime, 90 days unless configured)",
     )
     login.set_defaults(handler=cmd_login)
     logout = tree.leaf(

@@ -247,6 +247,10 @@ class Auth(Strict):
     # global permissions the groups hold and what queues grant the groups (a development
     # set-up's "everyone may do everything"). Every process warns at start while it is set.
     anonymous_groups: list[str] = Field(default_factory=list, alias="anonymousGroups")
+    # API tokens (``services.tokens``): the life of one made without an expiry (0: it never
+    # expires), and the longest life one may be given (0: no maximum but ten years).
+    token_lifetime: Duration = Field(90 * 86400.0, alias="tokenLifetime", ge=0)
+    token_max_lifetime: Duration = Field(365 * 86400.0, alias="tokenMaxLifetime", ge=0)
 
     @field_validator("anonymous_groups")
     @classmethod
@@ -262,6 +266,17 @@ class Auth(Strict):
             raise ValueError(
                 "anonymousGroups: needs anonymousAuth: true (without it they do nothing)"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _token_lifetime_within_the_maximum(self) -> Auth:
+        most = self.token_max_lifetime
+        if most and not self.token_lifetime:
+            raise ValueError(
+                "tokenLifetime: 0 (tokens that never expire) needs tokenMaxLifetime: 0"
+            )
+        if most and self.token_lifetime > most:
+            raise ValueError("tokenLifetime: must be at most tokenMaxLifetime")
         return self
 
     @field_validator("permission_group_mapping")

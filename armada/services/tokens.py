@@ -7,6 +7,14 @@ key this random, so authenticating a call is one indexed query with no password 
 
 Order of the checks in :func:`token_authenticate`: the key's shape, then the row found by
 digest, revoked, expired, and the user still active. Each refusal says which.
+
+How long a new token lives (:func:`token_expiry`): what was asked for (``expiresAt`` or
+``expiresIn``), else ``auth.tokenLifetime`` (90 days unless configured); never past
+``auth.tokenMaxLifetime`` (a year unless configured). A request made with a token may make
+only tokens that expire no later than that token, so that a token cannot outlive, through
+the tokens it makes, the life it was given; a token that never expires (a legacy token, or
+one made while no maximum applied) makes none. A password (a Lookout session, HTTP Basic,
+``armadactl login``) may make any within the maximum.
 """
 
 from __future__ import annotations
@@ -24,14 +32,15 @@ from django.utils.dateparse import parse_datetime
 from armada.core.duration import parse_duration
 from armada.core.errors import FieldError, ValidationFailed
 from armada.models import ApiToken
-from armada.services.errors import Conflict, NotFound
+from armada.services.errors import Conflict, NotFound, PermissionDenied
 
 KEY_PREFIX = "arm_"
 KEY_RANDOM_CHARS = 40
 PREFIX_CHARS = len(KEY_PREFIX) + 8
 NAME_MAX_CHARS = 100
 MAX_ACTIVE_TOKENS = 100
-# The longest life a token may be given; past it, an expiry is almost surely a typo.
+# The longest life a token may be given when no maximum is configured; past it, an expiry
+# is almost surely a typo.
 MAX_LIFETIME = timedelta(days=3650)
 # ``last_used_at`` is written when it is older than this, so busy tokens do not write on
 # every call and the time shown is never more than this stale.
@@ -64,12 +73,96 @@ def is_token_key(key: str) -> bool:
     return key.startswith(KEY_PREFIX)
 
 
+@dataclass(frozen=True)
+class TokenLifetimes:
+    """``auth.tokenLifetime`` and ``auth.tokenMaxLifetime``, in seconds (0: none)."""
+
+    default: float = 0.0
+    most: float = 0.0
+
+    @classmethod
+    def configured(cls) -> TokenLifetimes:
+        from django.conf import settings
+
+        auth = settings.ARMADA.auth
+        return cls(default=auth.token_lifetime, most=auth.token_max_lifetime)
+
+
+@dataclass(frozen=True)
+class MadeWithToken:
+    """The request asking for a token was authenticated by a token expiring at ``expires_at``
+    (None: it never expires)."""
+
+    expires_at: datetime | None
+
+
+def made_with(credential: Any) -> MadeWithToken | None:
+    """What ``token_expiry`` needs of the credential a request was authenticated with (DRF's
+    ``request.auth``): a personal token, a legacy token (which never expires), or a password
+    (None)."""
+    if isinstance(credential, ApiToken):
+        return MadeWithToken(expires_at=credential.expires_at)
+    if credential is not None:
+        return MadeWithToken(expires_at=None)
+    return None
+
+
 def token_expiry(
-    *, expires_at: Any = None, expires_in: Any = None, now: datetime
+    *,
+    expires_at: Any = None,
+    expires_in: Any = None,
+    now: datetime,
+    lifetimes: TokenLifetimes = TokenLifetimes(),
+    made_with: MadeWithToken | None = None,
 ) -> datetime | None:
-    """The expiry asked for: an ISO 8601 time with its offset (``expiresAt``), or a duration
-    from now such as ``30d`` or ``12h`` (``expiresIn``); neither means the token never
-    expires. Raises ValidationFailed naming the field."""
+    """The new token's expiry (None: never); see the module docstring. What may be asked:
+    an ISO 8601 time with its offset (``expiresAt``), or a duration from now such as ``30d``
+    or ``12h`` (``expiresIn``). Raises ValidationFailed naming the field, and
+    PermissionDenied for a request made with a token that never expires."""
+    if made_with is not None and made_with.expires_at is None:
+        raise PermissionDenied(
+            "a token that never expires may not make tokens: log in with your password "
+            "(armadactl login, or Lookout's API tokens page) to make one"
+        )
+    when, field = _asked(expires_at, expires_in, now)
+    if when is None:
+        if not lifetimes.default:
+            return _within_parent(None, None, made_with)
+        when = now + timedelta(seconds=lifetimes.default)
+    elif when <= now:
+        raise ValidationFailed.one(field, "must be in the future")
+    most = timedelta(seconds=lifetimes.most) if lifetimes.most else MAX_LIFETIME
+    if field and when - now > most:
+        raise ValidationFailed.one(field, f"must be at most {_days(most)} from now")
+    return _within_parent(when, field, made_with)
+
+
+def _days(span: timedelta) -> str:
+    days = span.total_seconds() / 86400
+    return f"{days:g} day{'' if days == 1 else 's'}"
+
+
+def _within_parent(
+    when: datetime | None, field: str | None, made_with: MadeWithToken | None
+) -> datetime | None:
+    """``when`` held to the making token's expiry: refused when it was asked for, else
+    (the default) cut to it."""
+    if made_with is None or made_with.expires_at is None:
+        return when
+    limit = made_with.expires_at
+    if when is not None and when <= limit:
+        return when
+    if field:
+        raise ValidationFailed.one(
+            field,
+            f"must be no later than {limit.isoformat()}, when the token making it expires "
+            "(log in with your password to make a longer-lived one)",
+        )
+    return limit
+
+
+def _asked(expires_at: Any, expires_in: Any, now: datetime) -> tuple[datetime | None, str]:
+    """The expiry asked for and the field that asked it ((None, "") when none was)."""
     given = [
         name
         for name, value in (("expiresAt", expires_at), ("expiresIn", expires_in))
@@ -78,7 +171,7 @@ def token_expiry(
     if len(given) == 2:
         raise ValidationFailed.one("expiresIn", "give expiresAt or expiresIn, not both")
     if not given:
-        return None
+        return None, ""
     if given == ["expiresIn"]:
         field = "expiresIn"
         try:
@@ -102,11 +195,7 @@ def token_expiry(
             raise ValidationFailed.one(
                 field, "must give its time zone, e.g. a trailing 'Z' for UTC"
             )
-    if when <= now:
-        raise ValidationFailed.one(field, "must be in the future")
-    if when - now > MAX_LIFETIME:
-        raise ValidationFailed.one(field, f"must be at most {MAX_LIFETIME.days} days from now")
-    return when
+    return when, field
 
 
 def _clean_name(name: Any) -> str:

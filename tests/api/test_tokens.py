@@ -175,6 +175,41 @@ def test_anonymous_calls_are_401_with_www_authenticate(owner):
     assert response.status_code == 401 and response["WWW-Authenticate"] == 'Bearer realm="api"'
 
 
+def test_a_token_makes_only_tokens_that_expire_no_later_than_itself(owner):
+    """So that revoking a token is not undone by one it made with a longer life; a password
+    may make any within the maximum."""
+    parent_expiry = timezone.now() + timedelta(days=5)
+    key = token_create(user=owner, name="parent", expires_at=parent_expiry, now=timezone.now()).key
+    as_token = client(f"Bearer {key}")
+    made = as_token.post("/api/v1/tokens", {"name": "child"}, format="json")
+    assert made.status_code == 201, made.json()
+    child = ApiToken.objects.get(name="child")
+    assert child.expires_at == parent_expiry  # the default (90 days) cut to the parent's
+    longer = as_token.post("/api/v1/tokens", {"name": "c2", "expiresIn": "30d"}, format="json")
+    body = assert_error(longer, 400, "no later than")
+    assert body["errors"][0]["field"] == "expiresIn"
+    assert not ApiToken.objects.filter(name="c2").exists()
+    by_password = client(basic("olive", "olive-password")).post(
+        "/api/v1/tokens", {"name": "c3", "expiresIn": "365d"}, format="json"
+    )
+    assert by_password.status_code == 201, by_password.json()
+    too_long = client(basic("olive", "olive-password")).post(
+        "/api/v1/tokens", {"name": "c4", "expiresIn": "400d"}, format="json"
+    )
+    assert_error(too_long, 400, "at most 365 days")
+
+
+def test_a_token_that_never_expires_may_not_make_tokens(owner):
+    from rest_framework.authtoken.models import Token
+
+    forever = token_create(user=owner, name="old", expires_at=None, now=timezone.now()).key
+    legacy = Token.objects.create(user=owner).key
+    for header in (f"Bearer {forever}", f"Token {legacy}"):
+        response = client(header).post("/api/v1/tokens", {"name": "x"}, format="json")
+        assert_error(response, 403, "log in with your password")
+    assert list(ApiToken.objects.values_list("name", flat=True)) == ["old"]
+
+
 def test_legacy_drf_tokens_still_work(owner):
     from rest_framework.authtoken.models import Token
 

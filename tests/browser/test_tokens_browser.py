@@ -10,7 +10,7 @@ import pytest
 import requests
 from playwright.sync_api import expect
 
-from tests.browser.test_policies_browser import no_problems
+from tests.browser.test_policies_browser import log_in, no_problems
 
 
 @pytest.mark.django_db(transaction=True)
@@ -73,3 +73,22 @@ def test_a_throttled_login_says_how_long_to_wait(page_without_js, owner):
     alert = page.get_by_role("alert")
     expect(alert).to_contain_text("Too many failed logins for user 'olive': try again in")
     expect(page).to_have_url(re.compile(r"/login$"))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_new_key_is_copied_with_a_button(page, live_server, owner):
+    """With JavaScript, a "Copy key" button puts the key on the clipboard and says so; the
+    expiry offered first is the configured lifetime (90 days), and never is not offered."""
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server.url)
+    log_in(page, "/tokens/", username="olive", password="olive-password")
+    expires = page.get_by_label("Expires")
+    expect(expires).to_have_value("90d")
+    expect(expires.locator("option", has_text="never")).to_have_count(0)
+    page.get_by_label("Name").fill("laptop")
+    page.get_by_role("button", name="Create token").click()
+    key = page.locator("#new-key").input_value()
+    assert key.startswith("arm_")
+    page.get_by_role("button", name="Copy key").click()
+    expect(page.locator("#copy-status")).to_have_text("Copied the key to the clipboard.")
+    assert page.evaluate("navigator.clipboard.readText()") == key
+    no_problems(page)

@@ -53,8 +53,30 @@ def client_bearer_works(key: str) -> bool:
     return api.get("/api/v1/queues").status_code == 200
 
 
-def test_a_token_without_expiry(logged_in):
+def test_a_token_gets_the_configured_lifetime_when_none_is_chosen(logged_in):
+    page = logged_in.get("/tokens/").content.decode()
+    # Offered: up to the maximum (a year by default), 90 days chosen; never is not offered.
+    assert re.findall(r'<option value="([^"]*)"', page) == ["7d", "30d", "90d", "365d"]
+    assert '<option value="90d" selected>' in page
     logged_in.post("/tokens/", {"name": "ci", "expires": ""})
+    assert abs((ApiToken.objects.get().expires_at - timezone.now()).days - 90) <= 1
+    refused = logged_in.post("/tokens/", {"name": "ci2", "expires": "never"})
+    assert refused.status_code == 400 and ApiToken.objects.count() == 1
+
+
+def test_without_a_maximum_a_token_may_never_expire(logged_in, settings):
+    settings.ARMADA = settings.ARMADA.model_copy(
+        update={
+            "auth": settings.ARMADA.auth.model_copy(
+                update={"token_lifetime": 14 * 86400.0, "token_max_lifetime": 0.0}
+            )
+        }
+    )
+    page = logged_in.get("/tokens/").content.decode()
+    options = re.findall(r'<option value="([^"]*)"', page)
+    assert options == ["7d", "14d", "30d", "90d", "365d", "never"]
+    assert '<option value="14d" selected>' in page
+    logged_in.post("/tokens/", {"name": "ci", "expires": "never"})
     assert ApiToken.objects.get().expires_at is None
     assert "never" in logged_in.get("/tokens/").content.decode()
 

@@ -10,9 +10,11 @@ import pytest
 
 from armada.core.errors import ValidationFailed
 from armada.models import ApiToken
-from armada.services.errors import Conflict, NotFound
+from armada.services.errors import Conflict, NotFound, PermissionDenied
 from armada.services.tokens import (
     LAST_USED_EVERY,
+    MadeWithToken,
+    TokenLifetimes,
     TokenRefused,
     token_authenticate,
     token_create,
@@ -122,6 +124,59 @@ def test_bad_expiries_are_refused_naming_the_field(given, field, message):
         token_expiry(now=T0, **given)
     error = caught.value.errors[0]
     assert error.field == field and message in error.message, error
+
+
+DAY = 86400.0
+DEFAULTS = TokenLifetimes(default=90 * DAY, most=365 * DAY)  # as configured by default
+PARENT = MadeWithToken(expires_at=T0 + timedelta(days=10))
+
+
+@pytest.mark.parametrize(
+    ("given", "lifetimes", "made_with", "expected"),
+    [
+        # Nothing asked: the configured lifetime; with none configured (and no maximum), never.
+        ({}, DEFAULTS, None, T0 + timedelta(days=90)),
+        ({}, TokenLifetimes(default=0, most=0), None, None),
+        ({"expires_in": "365d"}, DEFAULTS, None, T0 + timedelta(days=365)),
+        ({"expires_in": "4000d"}, TokenLifetimes(default=0, most=0), None, None),  # refused
+        # Made with a token: no later than it; the default is cut to it, not refused.
+        ({}, DEFAULTS, PARENT, T0 + timedelta(days=10)),
+        ({}, TokenLifetimes(default=0, most=0), PARENT, T0 + timedelta(days=10)),
+        ({"expires_in": "2d"}, DEFAULTS, PARENT, T0 + timedelta(days=2)),
+        ({"expires_in": "10d"}, DEFAULTS, PARENT, T0 + timedelta(days=10)),
+    ],
+)
+def test_the_lifetime_given_configured_and_held_to_the_making_token(
+    given, lifetimes, made_with, expected
+):
+    if expected is None and given:
+        with pytest.raises(ValidationFailed, match="at most 3650 days"):
+            token_expiry(now=T0, lifetimes=lifetimes, made_with=made_with, **given)
+        return
+    assert token_expiry(now=T0, lifetimes=lifetimes, made_with=made_with, **given) == expected
+
+
+@pytest.mark.parametrize(
+    ("given", "made_with", "field", "message"),
+    [
+        ({"expires_in": "366d"}, None, "expiresIn", "at most 365 days from now"),
+        ({"expires_at": "2027-06-01T00:00:00Z"}, None, "expiresAt", "at most 365 days"),
+        ({"expires_in": "11d"}, PARENT, "expiresIn", "no later than 2026-01-11T12:00:00+00:00"),
+        ({"expires_at": "2026-02-01T00:00:00Z"}, PARENT, "expiresAt", "when the token making"),
+    ],
+)
+def test_a_life_past_the_maximum_or_the_making_token_is_refused_naming_the_field(
+    given, made_with, field, message
+):
+    with pytest.raises(ValidationFailed) as caught:
+        token_expiry(now=T0, lifetimes=DEFAULTS, made_with=made_with, **given)
+    error = caught.value.errors[0]
+    assert error.field == field and message in error.message, error
+
+
+def test_a_token_that_never_expires_makes_no_token():
+    with pytest.raises(PermissionDenied, match="log in with your password"):
+        token_expiry(now=T0, lifetimes=DEFAULTS, made_with=MadeWithToken(expires_at=None))
 
 
 # --- authenticating -----------------------------------------------------------------------
