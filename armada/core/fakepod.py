@@ -4,7 +4,9 @@ The fake backend simulates a cluster. A pod stays pending for ``pendingDuration`
 ``duration`` and then ends as asked: ``exitCode``, a kill ``condition`` (OOMKilled, Evicted,
 DeadlineExceeded), a ``terminationMessage``; or it fails to start with ``podError`` (an
 image that cannot be pulled, say); or its node is lost while it runs (``nodeLost``). Its
-log is ``log``. Deleting it takes ``deletionDuration`` (a pod stuck terminating takes
+log is ``log``: written all at once when the pod starts running, or, with ``logInterval``,
+one line every interval from then on (the lines due after the pod ended are never
+written; ``log_written``). Deleting it takes ``deletionDuration`` (a pod stuck terminating takes
 long). Parsing lives here, in the core, so that a submit with a bad value is refused with
 the annotation named.
 """
@@ -28,12 +30,14 @@ KEYS = (
     "podError",
     "nodeLost",
     "log",
+    "logInterval",
     "deletionDuration",
 )
 _DURATIONS = {
     "duration": "duration_seconds",
     "pendingDuration": "pending_seconds",
     "deletionDuration": "deletion_seconds",
+    "logInterval": "log_interval_seconds",
 }
 
 
@@ -48,10 +52,23 @@ class FakeOutcome:
     node_lost: bool = False
     log: str = ""
     deletion_seconds: float = 0.0
+    log_interval_seconds: float = 0.0
 
     @property
     def succeeds(self) -> bool:
         return not (self.exit_code or self.condition or self.pod_error or self.node_lost)
+
+    def log_written(self, running_seconds: float) -> str:
+        """What the pod's log holds ``running_seconds`` after it started running (capped by
+        the caller at the pod's ``duration`` once it ended): all of ``log`` at once, or with
+        ``logInterval`` line i (from 0) once ``i x logInterval`` seconds have passed."""
+        if running_seconds < 0:
+            return ""
+        if self.log_interval_seconds <= 0:
+            return self.log
+        lines = self.log.splitlines(keepends=True)
+        count = int(running_seconds / self.log_interval_seconds + 1e-9) + 1
+        return "".join(lines[:count])
 
 
 def parse_fake_outcome(

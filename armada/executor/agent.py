@@ -39,7 +39,9 @@ holds no database credentials. A tick, in order:
    only then, so that a crash before the acknowledgement leaves the pod to be found and
    reported again. Unacknowledged reports stay queued across ticks while the server is away;
    The same batch carries the running pods' utilisation, one per run per
-   ``utilisationPeriod`` (``executor.utilisation``);
+   ``utilisationPeriod`` (``executor.utilisation``), and what their logs gained since the
+   last batch (``executor.live_logs``: read about once a second per run, just before the
+   pods' ends are turned into reports, so that a run's last pieces go before its end);
 7. stop the pods of runs no longer held that still run. (The kept pods whose retention has
    passed, ``executor.kept_pods``, are deleted just before step 6, which reports them.)
 
@@ -79,11 +81,13 @@ from armada.executor.api.messages import (
     LeaseAnswer,
     cluster_nodes_info,
     config_nodes,
+    log_chunk_message,
     run_event,
     run_utilisation_message,
 )
 from armada.executor.backends.base import Backend, BackendUnavailable, PodStatus
 from armada.executor.held import TERMINAL_REPORTS, HeldRun, Pending
+from armada.executor.live_logs import LiveLogs
 from armada.executor.metrics import PodDeletions
 from armada.executor.pod_steps import Deleting, PodSteps
 from armada.executor.utilisation import UtilisationTracker
@@ -138,6 +142,7 @@ class ExecutorAgent(PodSteps):
         self._expired: list[str] = []  # kept pods deleted past their retention, not yet sent
         self._complained: dict[str, float] = {}
         self.utilisation = UtilisationTracker(backend, config.utilisation_period)
+        self.live_logs = LiveLogs(backend)
         self.deletions = PodDeletions(config.pool, config.pod_deletion_timeout)
 
     # --- the tick ------------------------------------------------------------------------
@@ -179,6 +184,8 @@ class ExecutorAgent(PodSteps):
                 reports.append(self._collision(run, now))
         if result.created:
             pods = {s.name: s for s in self.backend.poll(now)}
+        # Before the ends are reported: a pod that ended has its last piece read here.
+        self.live_logs.observe(pods, self.runs, now)
         fresh_deletions: list[HeldRun] = []
         for run in list(self.runs.values()):
             status = pods.get(run.pod_name)
@@ -330,8 +337,9 @@ class ExecutorAgent(PodSteps):
         """Send the queued reports in batches; returns how many the server applied."""
         applied = 0
         usage = self.utilisation.take()
-        while self.session and (self.outbox or self._freed or self._expired or usage):
-            batch, size = [], 0
+        pieces = self.live_logs.take()
+        while self.session and (self.outbox or self._freed or self._expired or usage or pieces):
+            batch, size = [], sum(len(p.data) for p in pieces)
             for pending in self.outbox[:REPORT_BATCH]:
                 size += len(pending.report.log or "") + 512
                 if batch and size > REPORT_BATCH_BYTES:
@@ -345,6 +353,7 @@ class ExecutorAgent(PodSteps):
                 kept_pods_expired=len(self._expired),
                 utilisation=[run_utilisation_message(u) for u in usage],
                 utilisation_period_seconds=self.utilisation.period if usage else 0.0,
+                log_chunks=[log_chunk_message(p) for p in pieces],
             )
             results = self._call("a report", lambda request=request: self.api.report(request))
             if results is None:
@@ -352,6 +361,8 @@ class ExecutorAgent(PodSteps):
             self._freed, self._expired = [], []
             self.utilisation.sent(usage)
             usage = []
+            self.live_logs.sent(pieces)
+            pieces = self.live_logs.take()  # those past one call's bytes, if any
             del self.outbox[: len(batch)]
             for pending, outcome in zip(batch, results, strict=True):
                 applied += outcome.outcome == pb.APPLIED

@@ -204,7 +204,8 @@ class PodSteps:
             out.append(ingress_report(run.id, status, now))
         if not status.finished_at:
             return out
-        log_text = self.backend.read_log(status.name, LOG_TAIL_BYTES)
+        # A NUL would make the server refuse the whole report batch (no text column keeps one).
+        log_text = self.backend.read_log(status.name, LOG_TAIL_BYTES).replace("\x00", "\ufffd")
         if status.succeeded:
             out.append(success_report(run.id, status, status.finished_at, log_text))
             return out  # the pod is deleted once the server has the report

@@ -262,6 +262,7 @@ class Kubelet(Endings):
                 f"containerd://{new_uid().replace('-', '')}{new_uid().replace('-', '')}"
             )
             is_main = c in run.mains()
+            run.started_wall[c["name"]] = time.time()
             self._set(run, c, {"running": {"startedAt": now}}, ready=is_main, started=True)
         if containers[0] in run.inits():
             self._write(run)

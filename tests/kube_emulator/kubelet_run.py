@@ -54,6 +54,8 @@ class Run:
     message: str = ""
     conds: dict[str, tuple[str, str, str, str]] = field(default_factory=dict)
     cs: dict[str, Obj] = field(default_factory=dict)  # container name -> status parts
+    # container name -> when it started running, by the wall clock (its log lines' times)
+    started_wall: dict[str, float] = field(default_factory=dict)
 
     @property
     def ref(self) -> dict[str, str]:

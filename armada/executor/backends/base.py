@@ -15,6 +15,7 @@ backend was not given is refused with :class:`PodRejected` and Kubernetes' messa
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
@@ -171,6 +172,75 @@ class Backend(Protocol):
     def read_log(self, name: str, limit_bytes: int = 1_000_000) -> str:
         """The pod's log (stdout and stderr), at most the last ``limit_bytes``; empty when
         the pod is unknown."""
+
+
+@dataclass(frozen=True)
+class LogPosition:
+    """How far one container's log has been read: ``offset`` bytes of it. A backend that
+    cannot read from a byte offset keeps its own place as well: the Kubernetes backend the
+    time of the last line read (``mark``) and how many lines of that time it read
+    (``at_mark``), and ``window``, how many times the usual request size its next read asks
+    for (grown when a read of that size brought nothing new)."""
+
+    offset: int = 0
+    mark: str = ""
+    at_mark: int = 0
+    window: int = 1
+
+
+@dataclass(frozen=True)
+class LogRead:
+    """New bytes of one container's log: ``data`` starts at byte ``offset`` of it (past the
+    position asked from when the backend skipped bytes to keep within the limit) and ends on
+    a whole character; the next read starts at ``position``. ``container`` is empty for a pod
+    of one container (the stored log then has no headers), else the container's name."""
+
+    container: str
+    offset: int
+    data: bytes
+    position: LogPosition
+
+
+def whole_characters(data: bytes) -> bytes:
+    """``data`` without a UTF-8 character cut at its end: the cut bytes are read again
+    with the rest of their character next time."""
+    for back in range(1, min(4, len(data)) + 1):
+        byte = data[-back]
+        if byte & 0x80 == 0:
+            return data  # ASCII: whole
+        if byte & 0xC0 == 0xC0:  # the lead byte of the last character
+            need = 2 if byte & 0xE0 == 0xC0 else 3 if byte & 0xF0 == 0xE0 else 4
+            return data if back >= need else data[:-back]
+    return data
+
+
+def log_read(container: str, offset: int, data: bytes, *, skipped: bool) -> LogRead | None:
+    """The read of ``data``, bytes of a log from byte ``offset`` on, in whole characters
+    (``skipped``: bytes before ``offset`` were skipped, so it may start inside a line: it
+    then starts at the next line, or character); None when nothing whole is new."""
+    if skipped:  # start at a line when one starts in it, else at a character
+        newline = data.find(b"\n")
+        lead = newline + 1 if 0 <= newline < len(data) - 1 else 0
+        while lead < len(data) and lead < 3 and data[lead] & 0xC0 == 0x80:
+            lead += 1
+        data, offset = data[lead:], offset + lead
+    data = whole_characters(data)
+    if not data:
+        return None
+    return LogRead(container, offset, data, LogPosition(offset + len(data)))
+
+
+class LogFollower(Protocol):
+    """A backend that can read what a running pod's containers wrote since a position (for
+    the live logs, ``executor.live_logs``)."""
+
+    def read_log_since(
+        self, name: str, since: Mapping[str, LogPosition], limit_bytes: int, now: datetime
+    ) -> list[LogRead] | None:
+        """What each container of the pod wrote after ``since[container]`` (from its start
+        for a container not there), at most ``limit_bytes`` per container: of more, only
+        the last ``limit_bytes`` (the read's ``offset`` says where they start). Containers
+        with nothing new are left out; None when the pod is unknown."""
 
 
 class UsageReader(Protocol):

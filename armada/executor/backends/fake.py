@@ -29,10 +29,13 @@ from armada.core.quantity import CPU, Resources
 from armada.core.utilisation import UsageSample
 from armada.executor.backends.base import (
     ContainerResult,
+    LogPosition,
+    LogRead,
     PodExists,
     PodRequest,
     PodStatus,
     check_namespace,
+    log_read,
 )
 
 OOM_EXIT_CODE = 137
@@ -192,10 +195,31 @@ class FakeBackend:
         return out
 
     def read_log(self, name: str, limit_bytes: int = 1_000_000) -> str:
+        """The log the pod wrote by its end (all of it while ``logInterval`` is unset)."""
         pod = self._pods.get(name)
         if pod is None:
             return ""
-        return pod.outcome.log[-limit_bytes:]
+        o = pod.outcome
+        written = o.log if not o.log_interval_seconds else o.log_written(o.duration_seconds)
+        return written[-limit_bytes:] if limit_bytes > 0 else ""
+
+    def read_log_since(
+        self, name: str, since: Mapping[str, LogPosition], limit_bytes: int, now: datetime
+    ) -> list[LogRead] | None:
+        """What the pod's one container wrote by ``now`` past ``since[""]`` (its log as
+        ``core.fakepod`` times it), the last ``limit_bytes`` of it at most."""
+        pod = self._pods.get(name)
+        if pod is None:
+            return None
+        o = pod.outcome
+        running = (now - pod.created_at).total_seconds() - o.pending_seconds
+        if o.pod_error or running < 0:
+            return []
+        data = o.log_written(min(running, o.duration_seconds)).encode()
+        known = since.get("", LogPosition()).offset
+        start = max(known, len(data) - limit_bytes)
+        read = log_read("", start, data[start:], skipped=start > known)
+        return [read] if read is not None else []
 
     def _forget_deleted(self, now: datetime) -> None:
         for name in [n for n in self._deleting if self._pods[n].delete_at <= now]:

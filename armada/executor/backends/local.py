@@ -73,6 +73,8 @@ from typing import Any
 from armada.core.utilisation import UsageSample
 from armada.executor.backends import local_shim as shim
 from armada.executor.backends.base import (
+    LogPosition,
+    LogRead,
     PodCreationFailed,
     PodExists,
     PodRequest,
@@ -95,7 +97,7 @@ from armada.executor.backends.local_plan import (
     valid_pod_name,
 )
 from armada.executor.backends.local_shim_start import start_shim
-from armada.executor.backends.local_status import _status, pod_log
+from armada.executor.backends.local_status import _status, pod_log, pod_log_since
 from armada.executor.backends.local_usage import pod_usage
 
 log = logging.getLogger(__name__)
@@ -403,3 +405,11 @@ class LocalBackend:
         if not valid_pod_name(name) or limit_bytes <= 0:
             return ""
         return pod_log(self._pods / name, limit_bytes)
+
+    def read_log_since(
+        self, name: str, since: Mapping[str, LogPosition], limit_bytes: int, now: datetime
+    ) -> list[LogRead] | None:
+        """What each container's log gained past ``since`` (``local_status.pod_log_since``)."""
+        if not valid_pod_name(name) or limit_bytes <= 0:
+            return None
+        return pod_log_since(self._pods / name, since, limit_bytes)

@@ -1,8 +1,10 @@
-"""What a local pod's files say: its recorded results as a ``PodStatus``, and its log."""
+"""What a local pod's files say: its recorded results as a ``PodStatus``, and its log (its
+tail, and what it gained since a position, for the live logs)."""
 
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -11,7 +13,10 @@ from typing import Any
 from armada.executor.backends import local_shim as shim
 from armada.executor.backends.base import (
     ContainerResult,
+    LogPosition,
+    LogRead,
     PodStatus,
+    log_read,
 )
 
 log = logging.getLogger(__name__)
@@ -119,3 +124,33 @@ def pod_log(pod_dir: Path, limit_bytes: int) -> str:
         if remaining <= 0:
             break
     return b"".join(reversed(parts)).decode("utf-8", "replace")
+
+
+def pod_log_since(
+    pod_dir: Path, since: Mapping[str, LogPosition], limit_bytes: int
+) -> list[LogRead] | None:
+    """What each container's log file gained past ``since`` (keyed by the container's name,
+    or ``""`` for a pod of one container), the last ``limit_bytes`` of it at most; None when
+    the pod has no plan (it is unknown, or not made yet)."""
+    doc = shim.read_json(pod_dir / shim.POD_FILE)
+    if not isinstance(doc, dict):
+        return None
+    plans = doc["plan"]["init_containers"] + doc["plan"]["containers"]
+    out: list[LogRead] = []
+    for plan in plans:
+        key = plan["name"] if len(plans) > 1 else ""
+        known = since.get(key, LogPosition()).offset
+        try:
+            with open(plan["log"], "rb") as f:
+                size = f.seek(0, os.SEEK_END)
+                if size <= known:
+                    continue
+                start = max(known, size - limit_bytes)
+                f.seek(start)
+                data = f.read(size - start)
+        except OSError:
+            continue
+        read = log_read(key, start, data, skipped=start > known)
+        if read is not None:
+            out.append(read)
+    return out

@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -44,6 +45,8 @@ from armada.core.utilisation import UsageSample
 from armada.executor.backends.base import (
     BackendUnavailable,
     ClusterNode,
+    LogPosition,
+    LogRead,
     PodCreationFailed,
     PodExists,
     PodRequest,
@@ -52,6 +55,7 @@ from armada.executor.backends.base import (
 from armada.executor.backends.kubernetes.companions import Companions, refusal
 from armada.executor.backends.kubernetes.connect import api_client
 from armada.executor.backends.kubernetes.informer import Informer, Obj
+from armada.executor.backends.kubernetes.logs import PodLogs
 from armada.executor.backends.kubernetes.manifests import (
     EXECUTOR,
     RUN_ID,
@@ -116,6 +120,7 @@ class KubernetesBackend:
             self.ingresses,
         ]
         self.metrics = MetricsReader(self.api, config.id, self._timeout)
+        self.logs = PodLogs(self.api, self._timeout)
         self._asked_delete: dict[str, float] = {}
         # Each pod's status as last read, with the pod's resourceVersion then: a pod that has
         # not changed is not read again (10,000 running pods cost a dict lookup each).
@@ -243,33 +248,14 @@ class KubernetesBackend:
 
     def read_log(self, name: str, limit_bytes: int = 1_000_000) -> str:
         pod = self._find(name)
-        if pod is None:
-            return ""
-        namespace = pod["metadata"].get("namespace", "default")
-        containers = [c.get("name", "") for c in (pod.get("spec") or {}).get("containers") or []]
-        parts = []
-        for container in containers:
-            try:
-                response = self.core.read_namespaced_pod_log(
-                    name,
-                    namespace,
-                    container=container,
-                    limit_bytes=limit_bytes,
-                    _preload_content=False,
-                    _request_timeout=self._timeout,
-                )
-                text = response.data.decode("utf-8", errors="replace")
-            except ApiException as exc:
-                if exc.status not in (400, 404):
-                    log.warning("log of pod %s/%s: %s", name, container, exc.reason)
-                continue
-            except Exception as exc:  # noqa: BLE001 - a log that cannot be read is left out
-                log.warning("log of pod %s/%s: %s", name, container, exc)
-                continue
-            if len(containers) > 1:
-                text = f"==> {container} <==\n{text}"
-            parts.append(text)
-        return "".join(parts)[-limit_bytes:]
+        return self.logs.tail(pod, limit_bytes) if pod is not None else ""
+
+    def read_log_since(
+        self, name: str, since: Mapping[str, LogPosition], limit_bytes: int, now: datetime
+    ) -> list[LogRead] | None:
+        """What the pod's containers wrote past ``since`` (``kubernetes.logs``)."""
+        pod = self._find(name)
+        return self.logs.since(pod, since, limit_bytes) if pod is not None else None
 
     # --- acting --------------------------------------------------------------------------
 
