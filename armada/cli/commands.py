@@ -13,6 +13,7 @@ from armada.cli.config import Settings, resolve_settings
 from armada.cli.contexts import armada_address
 from armada.cli.exitcodes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, PROG
 from armada.cli.jobfile import JobFileError, check_job_file, describe_job_file, load_job_file
+from armada.cli.logs_follow import follow_log
 from armada.cli.output import (
     render_data,
     render_executor,
@@ -271,13 +272,27 @@ def cmd_reprioritize(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _write(text: str) -> None:
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
 def cmd_logs(args: argparse.Namespace) -> int:
-    """The log text goes to stdout untouched (no newline added); notes go to stderr."""
-    entry = make_client(args).get_run_log(args.run_id)
+    """The log text goes to stdout untouched (no newline added); notes go to stderr. With
+    ``-f`` the log is followed until the run ends (``cli.logs_follow``)."""
+    client = make_client(args)
+    if args.follow:
+        entry = follow_log(
+            lambda: client.get_run_log(args.run_id),
+            _write,
+            lambda text: print(text, file=sys.stderr),
+        )
+        print(f"Run {args.run_id} ended: {entry.get('runState')}.", file=sys.stderr)
+        return EXIT_OK
+    entry = client.get_run_log(args.run_id)
     text = entry.get("log") or ""
     if text:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        _write(text)
     else:
         print(f"Run {args.run_id} has no log.", file=sys.stderr)
     if entry.get("truncated"):

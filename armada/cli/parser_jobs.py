@@ -91,6 +91,13 @@ def _add_submit_watch_logs(tree: CommandTree) -> None:
 
     logs = tree.leaf(None, "logs", "Print the log of a job run, as it is.")
     logs.add_argument("run_id", metavar="RUN_ID", help="a run id (see `armadactl get job`)")
+    logs.add_argument(
+        "-f",
+        "--follow",
+        action="store_true",
+        help="keep printing new lines as the run writes them (read about once a second), "
+        "until the run ends",
+    )
     logs.set_defaults(handler=cmd_logs)
 
 
