@@ -9,7 +9,10 @@
 - Time ticks: a round interval (minutes, hours, days) chosen so that the labels do not
   overlap on the width the chart has; a tick at midnight and every tick of a range of days
   is labelled with the date.
-- Value ticks: 1, 2 or 5 times a power of ten, whole numbers (the values are counts).
+- Value ticks (:func:`value_scale`): a round step, 1, 2 or 5 times a power of ten for counts
+  (whole numbers, at least 1), and 1, 2, 2.5 or 5 times a power of ten for amounts of any
+  size (core-hours from a millionth to a million), with a top just above the largest value;
+  an empty chart gets the axis 0 to 1. Labels never use exponent form (:func:`plain_number`).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, tzinfo
+from decimal import Decimal
 
 MINUTE, HOUR, DAY = timedelta(minutes=1), timedelta(hours=1), timedelta(days=1)
 BUCKET_STEPS = tuple(
@@ -137,16 +141,69 @@ def time_ticks(
     return [], TICK_STEPS[-1]
 
 
+COUNT_FACTORS = (1, 2, 5)
+AMOUNT_FACTORS = (Decimal(1), Decimal(2), Decimal("2.5"), Decimal(5))
+
+
+@dataclass(frozen=True)
+class ValueScale:
+    """A value axis from 0 to ``top`` in steps of ``step``; ``ticks`` are (value, label)."""
+
+    top: float
+    step: float
+    ticks: list[tuple[float, str]]
+
+
+def plain_number(value: float, *, digits: int = 3) -> str:
+    """``value`` as a person writes it: about ``digits`` significant digits, thousands
+    separated, never in exponent form (``0.000042``, ``1.5``, ``12,346``, ``0``)."""
+    if value == 0 or not math.isfinite(value):
+        return "0" if value == 0 else str(value)
+    magnitude = math.floor(math.log10(abs(value)))
+    decimals = max(0, digits - 1 - magnitude)
+    text = f"{value:,.{decimals}f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text
+
+
+def _decimals(step: Decimal) -> int:
+    """The decimals a tick label needs so that every multiple of ``step`` reads exactly."""
+    return max(0, -step.normalize().as_tuple().exponent)
+
+
+def value_scale(highest: float, *, whole: bool = True, max_steps: int = 5) -> ValueScale:
+    """The value axis for values from 0 up to ``highest``: the smallest round step (see the
+    module's docstring; whole numbers, at least 1, when ``whole``) that reaches a multiple at
+    or above ``highest`` in at most ``max_steps`` steps; the top is that multiple. With
+    nothing above zero the axis is 0 to 1 (in steps of 1 for counts, 0.25 for amounts)."""
+    if not highest > 0:
+        step, top = (Decimal(1), Decimal(1)) if whole else (Decimal("0.25"), Decimal(1))
+    else:
+        # Twelve significant digits: a sum of floats (0.30000000000000004) reads as it should.
+        wanted = Decimal(f"{highest:.12g}")
+        power = 0 if whole else math.floor(math.log10(highest)) - 1
+        factors = COUNT_FACTORS if whole else AMOUNT_FACTORS
+        while True:
+            found = next(
+                (
+                    Decimal(factor).scaleb(power)
+                    for factor in factors
+                    if math.ceil(wanted / Decimal(factor).scaleb(power)) <= max_steps
+                ),
+                None,
+            )
+            if found is not None:
+                step, top = found, found * math.ceil(wanted / found)
+                break
+            power += 1
+    decimals = _decimals(step)
+    count = int(top / step)
+    ticks = [(float(step * i), f"{step * i:,.{decimals}f}" if i else "0") for i in range(count + 1)]
+    return ValueScale(top=float(top), step=float(step), ticks=ticks)
+
+
 def y_scale(highest: int, *, max_steps: int = 5) -> tuple[int, int]:
-    """The top of the value axis and its tick step for values up to ``highest``: the step
-    is 1, 2 or 5 times a power of ten (at least 1) and the top the first multiple of it at
-    or above ``highest``, at most ``max_steps`` steps up."""
-    if highest <= 0:
-        return 1, 1
-    power = 1
-    while True:
-        for factor in (1, 2, 5):
-            step = factor * power
-            if math.ceil(highest / step) <= max_steps:
-                return step * math.ceil(highest / step), step
-        power *= 10
+    """The top of a count axis and its tick step (:func:`value_scale` for whole numbers)."""
+    scale = value_scale(highest, max_steps=max_steps)
+    return int(scale.top), int(scale.step)

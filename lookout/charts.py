@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, tzinfo
 
 from armada.services.metric_history import Series
-from lookout.chart_scales import DAY, step_text, text_width, time_ticks, y_scale
+from lookout.chart_scales import DAY, plain_number, step_text, text_width, time_ticks, value_scale
 
 # Distinguishable for the common forms of colour blindness (Okabe and Ito), dark enough on
 # white; every line also has its own dash pattern and marker shape.
@@ -61,13 +61,25 @@ class Line:
     color: str
     dash: str
     marker: str
-    values: list[int]
-    total: int
-    live: int
+    values: list[float]
+    total: float
+    live: float
 
     @property
-    def unsampled(self) -> int:
+    def unsampled(self) -> float:
         return self.live - self.total
+
+    @property
+    def total_text(self) -> str:
+        return plain_number(self.total, digits=4)
+
+    @property
+    def live_text(self) -> str:
+        return plain_number(self.live, digits=4)
+
+    @property
+    def unsampled_text(self) -> str:
+        return plain_number(self.unsampled, digits=4)
 
     @property
     def swatch_marker(self) -> str:
@@ -123,6 +135,7 @@ class LineChart:
     views: list[View] = field(default_factory=list)
     bucket_labels: list[str] = field(default_factory=list)
     summary: str = ""
+    whole: bool = True  # counts; False: amounts (resource-hours), any size
 
     @property
     def others(self) -> int:
@@ -138,11 +151,11 @@ class LineChart:
         return [*self.lines, *self.more_lines]
 
     @property
-    def table_rows(self) -> list[tuple[str, list[int]]]:
-        """The data table: per bucket, its start and each line's count."""
+    def table_rows(self) -> list[tuple[str, list[str]]]:
+        """The data table: per bucket, its start and each line's value as a person reads it."""
         lines = self.table_lines
         return [
-            (label, [line.values[i] for line in lines])
+            (label, [plain_number(line.values[i], digits=4) for line in lines])
             for i, label in enumerate(self.bucket_labels)
         ]
 
@@ -182,9 +195,9 @@ def _draw(
 ) -> View:
     font = layout.font
     highest = max((max(line.values) for line in chart.lines if line.values), default=0)
-    top_value, step_value = y_scale(highest)
-    y_values = list(range(0, top_value + 1, step_value))
-    widest = max(text_width(f"{v:,}", font) for v in y_values)
+    scale = value_scale(highest, whole=chart.whole)
+    top_value = scale.top
+    widest = max(text_width(label, font) for _, label in scale.ticks)
     view = View(
         layout=layout,
         left=round(widest + 12, 1),
@@ -202,7 +215,9 @@ def _draw(
     def y(value: float) -> float:
         return round(view.plot_bottom - plot_h * value / top_value, 1)
 
-    view.y_ticks = [Label(x=view.left - 6, y=y(v), text=f"{v:,}", anchor="end") for v in y_values]
+    view.y_ticks = [
+        Label(x=view.left - 6, y=y(value), text=label, anchor="end") for value, label in scale.ticks
+    ]
     ticks, _ = time_ticks(start, end, room=plot_w, font=font, tz=tz)
     for moment, text in ticks:
         position, half = x(moment), text_width(text, font) / 2
@@ -245,12 +260,14 @@ def line_chart(
     live: Mapping[str, int] | None = None,
     order: Sequence[str] = (),
     tz: tzinfo,
+    whole: bool = True,
 ) -> LineChart:
     """A chart of ``series`` (counts per bucket of length ``step`` starting at ``starts``; the
     last bucket is still filling at ``end``, now). ``quantity`` names what is counted
     ("Decisions"); ``live`` is, per line, what the counters gained since the last sample
     (lines only there get a line of zeros); ``order`` puts the lines it names first, in
-    its order (so that a line keeps its colour from chart to chart), the rest by total."""
+    its order (so that a line keeps its colour from chart to chart), the rest by total;
+    ``whole``: the values are counts (False: amounts of any size, scaled to fit)."""
     live = dict(live or {})
     values = {s.label: list(s.values) for s in series}
     for label in live:
@@ -260,10 +277,13 @@ def line_chart(
     # A line named in ``order`` has its style by its place there, present or not.
     styles = iter(range(len(rank), len(labels) + len(rank)))
     style_of = {label: rank[label] if label in rank else next(styles) for label in labels}
-    chart = LineChart(title=title, chart_id=chart_id, y_title=f"{quantity} per {step_text(step)}")
+    chart = LineChart(
+        title=title, chart_id=chart_id, y_title=f"{quantity} per {step_text(step)}", whole=whole
+    )
     for index, label in enumerate(labels):
-        # Rounded: values of resource-hours are floats, whose sums gather noise digits.
-        total, style = round(sum(values[label]), 6), style_of[label]
+        # Six significant digits: sums of floats (resource-hours) gather noise digits.
+        raw, style = sum(values[label]), style_of[label]
+        total = raw if isinstance(raw, int) else float(f"{raw:.6g}")
         line = Line(
             label=label,
             color=PALETTE[style % len(PALETTE)],
@@ -295,11 +315,11 @@ def line_chart(
 def _summary(chart: LineChart, step: timedelta) -> str:
     if chart.empty:
         return f"{chart.title}: nothing counted in this range."
-    totals = ", ".join(f"{line.label} {line.total:,}" for line in chart.table_lines)
+    totals = ", ".join(f"{line.label} {line.total_text}" for line in chart.table_lines)
     peak = max(chart.table_lines, key=lambda line: max(line.values))
     at = chart.bucket_labels[peak.values.index(max(peak.values))]
     return (
         f"{chart.title}, counted per {step_text(step)} (not a running total). "
-        f"Totals: {totals}. Highest: {max(peak.values):,} {peak.label} in the {step_text(step)} "
+        f"Totals: {totals}. Highest: {plain_number(max(peak.values), digits=4)} {peak.label} in the {step_text(step)} "
         f"from {at}."
     )

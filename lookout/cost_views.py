@@ -15,7 +15,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
-from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
@@ -35,6 +34,7 @@ from armada.services.retry_cost_reads import (
     yield_report,
 )
 from armada.web.inputs import refusal
+from lookout.access import RETRY_COST, page_view
 from lookout.chart_scales import step_text
 from lookout.charts import LineChart, line_chart
 
@@ -52,12 +52,23 @@ GROUPING_NAMES = {
     "category": "Failure category",
     "decision": "Decision",
 }
-# (title, chart id, quantity, from a cost)
+# (title, chart id, quantity, from a cost in resource-hours)
 RESOURCES = (
-    ("Core-hours", "core-hours", "Core-hours", lambda c: c.core_hours),
-    ("Memory GiB-hours", "memory-hours", "GiB-hours", lambda c: c.memory_gib_hours),
-    ("GPU-hours", "gpu-hours", "GPU-hours", lambda c: c.gpu_hours),
+    ("Core", "core-hours", "Core", lambda c: c.core_hours),
+    ("Memory GiB", "memory-hours", "GiB", lambda c: c.memory_gib_hours),
+    ("GPU", "gpu-hours", "GPU", lambda c: c.gpu_hours),
 )
+# A chart's time unit: the largest whose amounts reach 0.1 at the chart's highest point.
+CHART_UNITS = (("hours", 1.0), ("minutes", 60.0), ("seconds", 3600.0))
+
+
+def chart_unit(highest: float) -> tuple[str, float]:
+    """The unit of a chart of resource-hours whose highest value is ``highest`` and the
+    factor that turns hours into it: hours unless they would all read under 0.1."""
+    return next(
+        ((name, factor) for name, factor in CHART_UNITS if highest * factor >= 0.1),
+        CHART_UNITS[0] if highest <= 0 else CHART_UNITS[-1],
+    )
 
 
 def hours_text(value: float) -> str:
@@ -105,7 +116,7 @@ def _problem(field: str, message: str, value: str) -> FieldError:
     return FieldError(field, f"{message}, not {shown!r}")
 
 
-@login_required
+@page_view(RETRY_COST)
 def retry_cost(request: HttpRequest) -> HttpResponse:
     period = request.GET.get("period", DEFAULT_PERIOD)
     if period not in PERIODS:
@@ -132,17 +143,18 @@ def retry_cost(request: HttpRequest) -> HttpResponse:
     starts = window.starts()
 
     def chart(title: str, chart_id: str, quantity: str, measure) -> LineChart:
+        hours = {kind: [measure(a.cost()) for a in report.series[kind]] for kind in KINDS}
+        unit, factor = chart_unit(max((max(v, default=0) for v in hours.values()), default=0))
         series = [
-            Series(
-                label=KIND_NAMES[kind],
-                values=[round(measure(a.cost()), 3) for a in report.series[kind]],
-            )
+            # Six significant digits: sums of floats gather noise digits; a millionth stays.
+            Series(label=KIND_NAMES[kind], values=[float(f"{v * factor:.6g}") for v in hours[kind]])
             for kind in KINDS
         ]
         return line_chart(
-            title=f"{title} of failed runs and retried attempts",
+            title=f"{title}-{unit} of failed runs and retried attempts",
             chart_id=chart_id,
-            quantity=quantity,
+            quantity=f"{quantity}-{unit}",
+            whole=False,
             starts=starts,
             step=window.step,
             end=now,

@@ -180,7 +180,7 @@ def test_one_sample_is_a_marker_not_a_line():
         [drawn] = view.lines
         assert drawn.points == ""
         assert drawn.markers.startswith("M") and drawn.markers.count("M") == 1
-    assert chart.table_rows == [("12:03", [3])]
+    assert chart.table_rows == [("12:03", ["3"])]
 
 
 def test_no_data_is_said_in_words_and_draws_nothing():

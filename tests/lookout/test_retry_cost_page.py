@@ -162,3 +162,22 @@ def test_an_empty_page_says_so(client, admin_user, queue):
 def test_login_is_required(client):
     response = client.get(URL)
     assert response.status_code == 302 and "/login" in response["Location"]
+
+
+def test_a_chart_of_small_amounts_fits_its_axis_to_them(client, admin_user, queue):
+    """A few core-seconds of cost: the chart reads in core-seconds, its axis tops out just
+    above the largest point (not a 0-1 axis with a flat line), labels without exponents."""
+    cost("demo", "training", "oom", "retry", "failed_run", core=0.00042)  # 1.512 core-seconds
+    cost("demo", "training", "oom", "retry", "retried_attempt", core=0.0002)
+    client.force_login(admin_user)
+    response = client.get(URL, {"period": "24h"})
+    core = response.context["charts"][0]
+    assert core.title == "Core-seconds of failed runs and retried attempts"
+    assert core.y_title == "Core-seconds per hour"
+    highest = max(max(line.values) for line in core.lines)
+    assert highest == pytest.approx(1.512)
+    for view in core.views:
+        assert view.y_ticks[-1].y == view.top
+        assert [t.text for t in view.y_ticks] == ["0", "0.5", "1.0", "1.5", "2.0"]
+    html = response.content.decode()
+    assert not re.search(r"\d[eE][+-]?\d", re.sub(r"<[^>]+>", " ", html))
