@@ -9,6 +9,7 @@ from armada.api import (
     node_views,
     policy_views,
     queue_action_views,
+    queue_grant_views,
     queue_views,
     report_views,
     streams,
@@ -40,6 +41,16 @@ urlpatterns = [
         "queues/<str:name>/uncordon",
         queue_views.QueueCordonView.as_view(cordoned=False),
         name="queue-uncordon",
+    ),
+    path(
+        "queues/<str:name>/grant",
+        queue_grant_views.QueuePermissionChangeView.as_view(action="grant"),
+        name="queue-grant",
+    ),
+    path(
+        "queues/<str:name>/revoke",
+        queue_grant_views.QueuePermissionChangeView.as_view(action="revoke"),
+        name="queue-revoke",
     ),
     path(
         "queues/<str:name>/job-sets", queue_views.QueueJobSetsView.as_view(), name="queue-job-sets"

@@ -119,6 +119,16 @@ class ArmadaClient(ActionCalls, ReportCalls, CredentialCalls):
         response = self._request("POST", f"queues/{quote(name, safe='')}/{action}")
         return self._object(response, "queue")
 
+    def change_queue_permissions(
+        self, name: str, action: str, body: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """``POST /api/v1/queues/{name}/grant`` or ``.../revoke`` with ``{"subjects",
+        "verbs"}``; returns the queue as it now is."""
+        if action not in ("grant", "revoke"):
+            raise ValueError(f"unknown permission change {action!r}")
+        path = f"queues/{quote(name, safe='')}/{action}"
+        return self._object(self._request("POST", path, body=dict(body)), "queue")
+
     def submit_jobs(self, job_file: Mapping[str, Any]) -> dict[str, Any]:
         """``POST /api/v1/jobs``; returns ``{"jobIds", "queue", "jobSetId"}``."""
         data = self._json(self._request("POST", "jobs", body=dict(job_file)))

@@ -26,6 +26,7 @@ from armada.cli.parser_common import (
     name_list,
     priority_factor,
 )
+from armada.cli.parser_grants import add_grant_commands
 from armada.cli.parser_jobs import add_job_commands
 from armada.cli.parser_queues import add_queue_commands
 from armada.cli.parser_reports import add_report_commands
@@ -65,6 +66,8 @@ examples:
   armadactl get queues -o yaml
   armadactl update queue analytics --retry-policies ml-training-retries
   armadactl cordon queue analytics
+  armadactl grant queue analytics watch --user alice --group ml   # alice and ml may watch
+  armadactl revoke queue analytics watch --user alice
   armadactl create retry-policy -f policy.yaml
   armadactl create -f resources.yaml --dry-run   # queues and policies, --- between them
   armadactl get retry-policy ml-training-retries > policy.yaml   # edit, then:
@@ -105,7 +108,12 @@ def build_parser() -> ArgumentParser:
     tree.group("cordon", "Stop new work: cordon queues or an executor; running jobs carry on.")
     tree.group("uncordon", "Uncordon queues or an executor: they take new work again.")
     tree.group("get", "Show resources.")
-    tree.group("revoke", "Revoke a credential: its key stops working from its next use.")
+    tree.group("grant", "Let users and groups act on a queue.")
+    tree.group(
+        "revoke",
+        "Take a queue's verbs from users and groups, or revoke a credential (its key stops "
+        "working from its next use).",
+    )
     tree.group("preempt", "Preempt running jobs.", dest="kind", metavar="KIND")
     tree.group("cancel", "Cancel jobs.", dest="kind", metavar="KIND")
     tree.group("reprioritize", "Change the priority of waiting jobs.", dest="kind", metavar="KIND")
@@ -117,6 +125,7 @@ def build_parser() -> ArgumentParser:
         metavar="ACTION",
     )
     add_queue_commands(tree)
+    add_grant_commands(tree)
     add_policy_commands(tree)
     add_job_commands(tree)
     add_executor_commands(tree)
