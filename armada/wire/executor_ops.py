@@ -24,7 +24,7 @@ its last event, comes after its last chunk.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -33,6 +33,8 @@ from django.conf import settings
 from google.protobuf.message import Message
 
 from armada.core.quantity import parse_quantity
+from armada.core.reports import RunReport, RunUtilisation
+from armada.core.runlog import LogPiece
 from armada.executor.api import executorapi_pb2 as pb
 from armada.executor.api.messages import (
     STATE_OF_PHASE,
@@ -56,6 +58,7 @@ from armada.services.executor_sessions import (
     executor_session_open,
 )
 from armada.services.kept_pods import kept_pods_deleted
+from armada.services.report_outcomes import ReportOutcome
 from armada.services.run_logs import run_logs_append
 from armada.services.run_reports import Outcome, runs_apply_report_batch
 from armada.services.run_utilisation import runs_record_utilisation
@@ -272,28 +275,31 @@ def _ingress_problem(i: int, event: pb.RunEvent) -> str:
 def report_events(call: ExecutorCall, request: pb.ReportRequest) -> pb.ReportResponse:
     _own(call, request.executor_id)
     executor_session_check(executor_id=request.executor_id, session=request.session)
-    chunk_results = _append_log_chunks(request, call.now) if request.log_chunks else []
-    results: list[pb.EventResult | None] = []
-    valid, places = [], []
-    for i, event in enumerate(request.events):
-        problem = _event_problem(i, event)
-        if problem:
-            results.append(pb.EventResult(run_id=event.run_id, outcome=pb.REFUSED, reason=problem))
-            continue
-        results.append(None)
-        valid.append(run_report(event))
-        places.append(i)
-    outcomes = runs_apply_report_batch(executor_id=request.executor_id, reports=valid, now=call.now)
-    for i, outcome in zip(places, outcomes, strict=True):
-        results[i] = pb.EventResult(
-            run_id=request.events[i].run_id,
-            outcome=_OUTCOMES.get(outcome.outcome, pb.REFUSED),
-            reason=outcome.reason,
-        )
-    utilisation_results = _record_utilisation(request) if request.utilisation else []
+    executor_id = request.executor_id
+    chunk_results = _each_checked(
+        request.log_chunks,
+        _log_piece,
+        lambda pieces: run_logs_append(executor_id=executor_id, pieces=pieces, now=call.now),
+    )
+    results = _each_checked(
+        request.events,
+        _run_report,
+        lambda reports: runs_apply_report_batch(
+            executor_id=executor_id, reports=reports, now=call.now
+        ),
+    )
+    utilisation_results = _each_checked(
+        request.utilisation,
+        _run_utilisation,
+        lambda reports: runs_record_utilisation(
+            executor_id=executor_id,
+            reports=reports,
+            period_seconds=request.utilisation_period_seconds,
+        ),
+    )
     if request.kept_pods_deleted or request.kept_pods_expired:
         kept_pods_deleted(
-            executor_id=request.executor_id,
+            executor_id=executor_id,
             pod_names=list(request.kept_pods_deleted),
             expired=min(request.kept_pods_expired, len(request.kept_pods_deleted)),
             now=call.now,
@@ -305,73 +311,64 @@ def report_events(call: ExecutorCall, request: pb.ReportRequest) -> pb.ReportRes
     )
 
 
-def _chunk_problem(i: int, chunk: pb.LogChunk) -> str:
-    where = f"logChunks[{i}]"
-    if not chunk.run_id:
-        return f"{where}.runId: missing"
-    if len(chunk.container) > MAX_CONTAINER_NAME:
-        return f"{where}.container: at most {MAX_CONTAINER_NAME} characters"
-    if len(chunk.data) > MAX_LOG_CHUNK_BYTES:
-        return f"{where}.data: at most {MAX_LOG_CHUNK_BYTES} bytes a chunk"
-    return ""
-
-
-def _append_log_chunks(request: pb.ReportRequest, now: datetime) -> list[pb.EventResult]:
-    """The request's log chunks, checked one by one and appended (``run_logs``)."""
+def _each_checked(
+    messages: Sequence[Any],
+    read: Callable[[int, Any], Any],
+    apply: Callable[[list[Any]], list[ReportOutcome]],
+) -> list[pb.EventResult]:
+    """One result per message, in order: a message ``read`` refuses (``ValueError`` saying
+    the problem, its field named) is REFUSED on its own; the others are read and applied
+    together, and their outcomes fill their places. No message, no call."""
     results: list[pb.EventResult | None] = []
     valid, places = [], []
-    for i, chunk in enumerate(request.log_chunks):
-        problem = _chunk_problem(i, chunk)
-        if problem:
-            results.append(pb.EventResult(run_id=chunk.run_id, outcome=pb.REFUSED, reason=problem))
+    for i, message in enumerate(messages):
+        try:
+            valid.append(read(i, message))
+        except ValueError as problem:
+            results.append(
+                pb.EventResult(run_id=message.run_id, outcome=pb.REFUSED, reason=str(problem))
+            )
             continue
         results.append(None)
-        valid.append(log_piece(chunk))
         places.append(i)
-    outcomes = run_logs_append(executor_id=request.executor_id, pieces=valid, now=now)
+    outcomes = apply(valid) if valid else []
     for i, outcome in zip(places, outcomes, strict=True):
         results[i] = pb.EventResult(
-            run_id=request.log_chunks[i].run_id,
+            run_id=messages[i].run_id,
             outcome=_OUTCOMES.get(outcome.outcome, pb.REFUSED),
             reason=outcome.reason,
         )
     return results
 
 
-def _record_utilisation(request: pb.ReportRequest) -> list[pb.EventResult]:
-    """The request's utilisation, checked one by one and recorded (``run_utilisation``)."""
-    results: list[pb.EventResult | None] = []
-    valid, places = [], []
-    for i, message in enumerate(request.utilisation):
-        where = f"utilisation[{i}]"
-        problem = ""
-        if not message.run_id:
-            problem = f"{where}.runId: missing"
-        elif not message.HasField("at"):
-            problem = f"{where}.at: missing (when the period ended)"
-        else:
-            try:
-                valid.append(run_utilisation(message))
-                places.append(i)
-            except ValueError as exc:
-                problem = f"{where}.{exc}"
-        results.append(
-            pb.EventResult(run_id=message.run_id, outcome=pb.REFUSED, reason=problem)
-            if problem
-            else None
-        )
-    outcomes = runs_record_utilisation(
-        executor_id=request.executor_id,
-        reports=valid,
-        period_seconds=request.utilisation_period_seconds,
-    )
-    for i, outcome in zip(places, outcomes, strict=True):
-        results[i] = pb.EventResult(
-            run_id=request.utilisation[i].run_id,
-            outcome=_OUTCOMES.get(outcome.outcome, pb.REFUSED),
-            reason=outcome.reason,
-        )
-    return results
+def _run_report(i: int, event: pb.RunEvent) -> RunReport:
+    problem = _event_problem(i, event)
+    if problem:
+        raise ValueError(problem)
+    return run_report(event)
+
+
+def _run_utilisation(i: int, message: pb.RunUtilisation) -> RunUtilisation:
+    where = f"utilisation[{i}]"
+    if not message.run_id:
+        raise ValueError(f"{where}.runId: missing")
+    if not message.HasField("at"):
+        raise ValueError(f"{where}.at: missing (when the period ended)")
+    try:
+        return run_utilisation(message)
+    except ValueError as exc:
+        raise ValueError(f"{where}.{exc}") from None
+
+
+def _log_piece(i: int, chunk: pb.LogChunk) -> LogPiece:
+    where = f"logChunks[{i}]"
+    if not chunk.run_id:
+        raise ValueError(f"{where}.runId: missing")
+    if len(chunk.container) > MAX_CONTAINER_NAME:
+        raise ValueError(f"{where}.container: at most {MAX_CONTAINER_NAME} characters")
+    if len(chunk.data) > MAX_LOG_CHUNK_BYTES:
+        raise ValueError(f"{where}.data: at most {MAX_LOG_CHUNK_BYTES} bytes a chunk")
+    return log_piece(chunk)
 
 
 @dataclass(frozen=True)
