@@ -33,6 +33,7 @@ from armada.services.errors import NotFound, PermissionDenied
 from armada.services.queue_shares import queue_shares
 from armada.services.queues import queue_set_cordoned
 from lookout.lists import Find, list_response, name_page
+from lookout.queue_permission_views import permissions_context
 from lookout.views import forbidden
 
 STATES = [s.value for s in JobState]
@@ -115,6 +116,14 @@ def queue_detail(request: HttpRequest, name: str) -> HttpResponse:
         return forbidden(
             request, f"you may not watch queue {name!r}: it needs the 'watch' permission"
         )
+    return render_queue_page(request, queue)
+
+
+def render_queue_page(
+    request: HttpRequest, queue: Queue, *, permission_form: Any = None, status: int = 200
+) -> HttpResponse:
+    """A queue's page; ``permission_form``: the permissions form as sent, with its problems
+    (``lookout.queue_permission_views``, which answers it with status 400)."""
     pool, pools = _pool(request)
     [share] = queue_shares(now=timezone.now(), queues=[queue], pool=pool or None)
     share.state_counts = [(s, share.jobs_by_state.get(s, 0)) for s in STATES]
@@ -134,7 +143,9 @@ def queue_detail(request: HttpRequest, name: str) -> HttpResponse:
                 for v in ("submit", "cancel", "preempt", "reprioritize", "watch")
                 if can_on_queue(request.user, queue, v)
             ],
+            **permissions_context(request, queue, permission_form),
         },
+        status=status,
     )
 
 
