@@ -32,6 +32,7 @@ from armada.services.authz import can_on_queue, has_global, watchable_queues
 from armada.services.errors import NotFound, PermissionDenied
 from armada.services.queue_shares import queue_shares
 from armada.services.queues import queue_set_cordoned
+from lookout.chart_scales import plain_number
 from lookout.lists import Find, list_response, name_page
 from lookout.queue_permission_views import permissions_context
 from lookout.views import forbidden
@@ -57,7 +58,8 @@ class LimitRow:
 
 
 def _percent(fraction: float) -> str:
-    return f"{fraction * 100:.4g}%"
+    """``0.3`` -> ``30%``; ``1e-07`` -> ``0.00001%`` (never in exponent form)."""
+    return f"{plain_number(fraction * 100, digits=4)}%"
 
 
 def limit_rows(limits: Mapping[str, Any]) -> list[LimitRow]:

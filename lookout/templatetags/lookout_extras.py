@@ -6,6 +6,8 @@ from datetime import datetime
 
 from django import template
 
+from armada.services.retry_cost_reads import hours_text
+
 register = template.Library()
 
 
@@ -46,3 +48,9 @@ def percent(value: float | None) -> str:
     if value is None:
         return ""
     return f"{value * 100:.1f}%"
+
+
+@register.filter
+def resource_hours(value: float | None, what: str) -> str:
+    """Resource-hours in the unit that fits: ``1.2 core-hours``, ``18 core-seconds``."""
+    return hours_text(float(value or 0.0), what)

@@ -70,7 +70,7 @@ def test_a_stricter_draft_shows_its_flips_without_saving(page, history, screensh
     )
     expect(result.locator("#backtest-overall")).to_contain_text("Retried then, would fail now2")
     expect(result.locator("#backtest-overall")).to_contain_text(
-        "2, about 4.00 core-hours, 8.00 GiB-hours"
+        "2, about 4 core-hours, 8 GiB-hours"
     )
     flip = result.locator("#backtest-flips tbody tr")
     expect(flip).to_have_count(1)
