@@ -103,9 +103,10 @@ def _add_queue_fields(parser: argparse.ArgumentParser, *, update: bool) -> None:
     )
 
 
-NESTED_FIELDS_HELP = """A queue's permissions and resourceLimitsByPriorityClassName have no flags: write
-them in a queue file (kind: Queue) and send it with `armadactl {verb} -f FILE`
-(`armadactl {verb} --help` shows the file's shape)."""
+NESTED_FIELDS_HELP = """Give users and groups verbs on a queue with `armadactl grant queue` (and take
+them with `armadactl revoke queue`). To set the permissions whole, or
+resourceLimitsByPriorityClassName, write them in a queue file (kind: Queue) and send it
+with `armadactl {verb} -f FILE` (`armadactl {verb} --help` shows the file's shape)."""
 
 
 def add_queue_commands(tree: CommandTree) -> None:

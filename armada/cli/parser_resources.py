@@ -47,9 +47,10 @@ kind, Queue or RetryPolicy:
   retryLimit: 3
   defaultAction: Fail
 
-A queue's permissions and resourceLimitsByPriorityClassName (per priority class, the
-largest fraction of a pool's resources its jobs may hold; configured classes and pools
-only) have no flags: set them in a file.
+A queue's permissions (whole; `armadactl grant|revoke queue` changes one user's or
+group's) and resourceLimitsByPriorityClassName (per priority class, the largest fraction
+of a pool's resources its jobs may hold; configured classes and pools only) are set in a
+file.
 """
 
 CREATE_FILE_HELP = (
