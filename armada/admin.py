@@ -28,8 +28,8 @@ from armada.models import (
     RunLog,
 )
 from armada.services import policies as policy_services
-from armada.services.errors import Conflict
-from armada.services.queues import queue_parse
+from armada.services.errors import Conflict, FailedPrecondition, NotFound
+from armada.services.queues import new_queue_event_floor, queue_delete, queue_parse
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -120,10 +120,28 @@ class QueueAdmin(admin.ModelAdmin):
         now = timezone.now()
         if not change:
             obj.created_at = now
+            obj.event_floor = new_queue_event_floor()
             if not obj.owners and not obj.group_owners:
                 obj.owners = [request.user.get_username()]
         obj.updated_at = now
         super().save_model(request, obj, form, change)
+
+    def delete_model(self, request, obj) -> None:
+        """Through the service: refused while jobs are unfinished; the events fenced."""
+        try:
+            queue_delete(actor=request.user, name=obj.name, now=timezone.now())
+        except (FailedPrecondition, NotFound) as exc:
+            self.message_user(request, str(exc), level=messages.ERROR)
+
+    def delete_queryset(self, request, queryset) -> None:
+        for obj in queryset:
+            self.delete_model(request, obj)
+
+    def get_deleted_objects(self, objs, request):
+        """Only the queues themselves: the service deletes their finished jobs and runs (and
+        refuses while one is unfinished), whatever the admin's rights on jobs."""
+        queues = [str(obj) for obj in objs]
+        return queues, {Queue._meta.verbose_name_plural: len(queues)}, set(), []
 
     list_display = (
         "name",

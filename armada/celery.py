@@ -1,6 +1,7 @@
 """The Celery application: broker from settings, periodic tasks from ``config/armada.yaml``.
 
-Queue ``scheduler``: scheduling cycles and the counters' history sample. Every periodic
+Queue ``scheduler``: scheduling cycles, the counters' history sample and the purge of deleted
+queues' events. Every periodic
 message expires after one period, so a busy or stopped worker does not come back to a pile of
 stale ticks. Executors are not here: each runs as a process of its own, with a Celery worker
 and broker of its own, and talks to the control plane through the executor API
@@ -17,6 +18,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "armada.settings")
 
 # Lookout's counter history (``services.metric_history``) is sampled once a minute.
 METRICS_SAMPLE_PERIOD = 60.0
+# Deleted queues' events (``services.event_purge``) are deleted in batches this often.
+EVENTS_PURGE_PERIOD = 60.0
 
 app = Celery("armada")
 app.config_from_object("django.conf:settings", namespace="CELERY")
@@ -37,6 +40,11 @@ def _periodic_tasks(sender: Celery, **_: object) -> None:
         METRICS_SAMPLE_PERIOD,
         sender.signature("armada.metrics.sample", queue="scheduler", expires=METRICS_SAMPLE_PERIOD),
         name="metrics history sample",
+    )
+    sender.add_periodic_task(
+        EVENTS_PURGE_PERIOD,
+        sender.signature("armada.events.purge", queue="scheduler", expires=EVENTS_PURGE_PERIOD),
+        name="deleted queues' events purge",
     )
 
 

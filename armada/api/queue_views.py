@@ -123,7 +123,7 @@ class QueueDetailView(ApiView):
         summary="Delete a queue",
     )
     def delete(self, request: Request, name: str) -> Response:
-        queue_services.queue_delete(actor=request.user, name=name)
+        queue_services.queue_delete(actor=request.user, name=name, now=timezone.now())
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

@@ -1,7 +1,7 @@
 """ORM models, one module per aggregate."""
 
 from armada.models.api_token import ApiToken
-from armada.models.event import Event
+from armada.models.event import Event, EventPurge
 from armada.models.executor import Executor, Node
 from armada.models.executor_credential import ExecutorCredential
 from armada.models.job import Job, Run
@@ -18,6 +18,7 @@ from armada.models.scheduling import SchedulingReason, SchedulingRound
 __all__ = [
     "ApiToken",
     "Event",
+    "EventPurge",
     "Executor",
     "ExecutorCredential",
     "Job",

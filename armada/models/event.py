@@ -29,3 +29,20 @@ class Event(models.Model):
 
     def __str__(self) -> str:
         return f"{self.id} {self.type} {self.job_id}"
+
+
+class EventPurge(models.Model):
+    """Events of a deleted queue still to be deleted: those of ``queue`` with an id up to
+    ``upto``. Written in the queue's delete transaction; the events are already invisible
+    (a queue of the same name made later reads only ids above its ``Queue.event_floor``), and
+    ``services.event_purge`` deletes them in short batches, then this row."""
+
+    queue = models.CharField(max_length=63)
+    upto = models.BigIntegerField()
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"events of {self.queue} up to {self.upto}"

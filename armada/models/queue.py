@@ -48,6 +48,9 @@ class Queue(models.Model):
     {resource: fraction}, "maximumResourceFractionByPool": {pool: {"maximumResourceFraction":
     {...}}}}``), always in that shape (``{}`` for none); the scheduler merges a class's entry
     over the priority class's own limits (``core.limits.class_fractions``).
+
+    Events belong to a queue, not to its name: ``event_floor`` fences off the events of an
+    earlier queue of the same name (``services.events.events_for_job_set``).
     """
 
     name = models.CharField(max_length=63, unique=True, validators=[RFC1123_LABEL])
@@ -59,6 +62,9 @@ class Queue(models.Model):
     cordoned = models.BooleanField(default=False)
     retry_policies = models.JSONField(default=list, blank=True)
     resource_limits_by_priority_class_name = models.JSONField(default=dict, blank=True)
+    # The newest event id when this queue was made: events of its name up to this id belong
+    # to an earlier queue of the same name (deleted), never to this one.
+    event_floor = models.BigIntegerField(default=0)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
 

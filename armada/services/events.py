@@ -16,9 +16,10 @@ from datetime import datetime
 from typing import Any
 
 from django.db import connection, transaction
+from django.db.models import QuerySet, Subquery
 
 from armada.core.states import EventType
-from armada.models import Event
+from armada.models import Event, Queue
 from armada.services.bulk import insert_rows
 from armada.services.event_notify import publish_on_commit
 
@@ -114,13 +115,20 @@ def event_as_dict(event: Event) -> dict[str, Any]:
     }
 
 
+def queue_events(queue: str) -> QuerySet[Event]:
+    """The events of the queue named ``queue`` that exists now: none of an earlier queue of
+    that name (their ids are at most its ``event_floor``), none when there is no such queue
+    (one query: the floor is a subquery)."""
+    floor = Queue.objects.filter(name=queue).values("event_floor")[:1]
+    return Event.objects.filter(queue=queue, id__gt=Subquery(floor))
+
+
 def events_for_job_set(
     *, queue: str, job_set: str, after: int = 0, limit: int = 1000
 ) -> list[Event]:
-    """Events of one job set with an id greater than ``after``, oldest first."""
-    return list(
-        Event.objects.filter(queue=queue, job_set=job_set, id__gt=after).order_by("id")[:limit]
-    )
+    """Events of one job set of the queue as it is now (``queue_events``) with an id greater
+    than ``after``, oldest first."""
+    return list(queue_events(queue).filter(job_set=job_set, id__gt=after).order_by("id")[:limit])
 
 
 def events_for_job(*, job_id: str) -> Iterable[Event]:

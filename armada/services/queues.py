@@ -8,13 +8,15 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import Max
 
 from armada.core.errors import FieldError, ValidationFailed
 from armada.core.queues import parse_queue, queue_warnings
 from armada.core.states import JobState
-from armada.models import Job, Queue, RetryPolicy
+from armada.models import Event, EventPurge, Job, Queue, RetryPolicy
 from armada.services.authz import require_global
 from armada.services.errors import AlreadyExists, FailedPrecondition, NotFound
+from armada.services.events import lock_event_log
 from armada.services.locking import lock
 from armada.services.queue_actions import QueueSelection, queues_set_cordoned
 
@@ -80,6 +82,13 @@ def _check_policies(names: list[str]) -> None:
         )
 
 
+def new_queue_event_floor() -> int:
+    """A new queue's ``event_floor``: the newest event id now. Event ids become visible in
+    order (``services.events``), so every event of an earlier queue of the same name is at
+    or below it, and every event of the new queue above it."""
+    return Event.objects.aggregate(m=Max("id"))["m"] or 0
+
+
 def queue_create(*, actor: Any, data: Any, now: datetime) -> Queue:
     """Create a queue. With no owners given, the creator becomes its owner."""
     require_global(actor, "create_queue", "create queues")
@@ -90,7 +99,9 @@ def queue_create(*, actor: Any, data: Any, now: datetime) -> Queue:
     try:
         with transaction.atomic():
             _check_policies(fields.get("retry_policies", []))
-            return Queue.objects.create(**fields, created_at=now, updated_at=now)
+            return Queue.objects.create(
+                **fields, event_floor=new_queue_event_floor(), created_at=now, updated_at=now
+            )
     except IntegrityError:
         raise AlreadyExists(f"queue {fields['name']!r} already exists") from None
 
@@ -125,9 +136,11 @@ def queue_set_cordoned(*, actor: Any, name: str, cordoned: bool, now: datetime) 
     return queue_get(name=name)
 
 
-def queue_delete(*, actor: Any, name: str) -> None:
-    """Delete a queue; refused (FailedPrecondition, 409) while it has jobs that have not
-    finished."""
+def queue_delete(*, actor: Any, name: str, now: datetime) -> None:
+    """Delete a queue, its jobs and runs; refused (FailedPrecondition, 409) while it has jobs
+    that have not finished. Its events are not read again by anyone (a queue of the same
+    name made later sees only newer ones: ``Queue.event_floor``) and are deleted later in
+    short batches (``services.event_purge``), so the delete holds no long lock."""
     require_global(actor, "delete_queue", "delete queues")
     with transaction.atomic():
         queue = Queue.objects.select_for_update().filter(name=name).first()
@@ -144,3 +157,7 @@ def queue_delete(*, actor: Any, name: str) -> None:
             )
         Job.objects.filter(queue=queue).delete()
         queue.delete()
+        # Under the event-log lock every event of this queue is committed and visible.
+        lock_event_log()
+        upto = Event.objects.aggregate(m=Max("id"))["m"] or 0
+        EventPurge.objects.create(queue=name, upto=upto, created_at=now)

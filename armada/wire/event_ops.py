@@ -30,9 +30,10 @@ from django.db import connection
 from armada.api import streams
 from armada.api.event_follow import follow
 from armada.api.stream_metrics import subscription
-from armada.models import Event, Queue
+from armada.models import Queue
 from armada.services.authz import require_queue_verb
 from armada.services.errors import NotFound, ValidationFailed
+from armada.services.events import queue_events
 from armada.wire.event_messages import event_messages
 from armada.wire.registry import Call, stream
 
@@ -132,5 +133,5 @@ def _check(actor: Any, queue: str, job_set: str, error_if_missing: bool) -> None
     if row is None:
         raise NotFound(f"queue {queue!r} does not exist")
     require_queue_verb(actor, row, "watch")
-    if error_if_missing and not Event.objects.filter(queue=queue, job_set=job_set).exists():
+    if error_if_missing and not queue_events(queue).filter(job_set=job_set).exists():
         raise NotFound(f"job set {job_set!r} of queue {queue!r} does not exist (it has no events)")

@@ -25,6 +25,7 @@ from contextlib import suppress
 from armada_client.armada import submit_pb2
 from asgiref.sync import sync_to_async
 from django.db import connection
+from django.utils import timezone
 from google.protobuf import empty_pb2
 from google.protobuf.message import Message
 
@@ -120,7 +121,7 @@ def update_queues(call: Call, request: submit_pb2.QueueList) -> submit_pb2.Batch
 def delete_queue(call: Call, request: submit_pb2.QueueDeleteRequest) -> empty_pb2.Empty:
     # Deleting a queue that does not exist succeeds, as in Armada.
     with suppress(NotFound):
-        queue_delete(actor=call.actor, name=required_name(request.name))
+        queue_delete(actor=call.actor, name=required_name(request.name), now=timezone.now())
     return empty_pb2.Empty()
 
 

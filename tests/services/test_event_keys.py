@@ -152,7 +152,7 @@ def old_event(type_: EventType, payload: dict) -> Event:
         (EventType.SUBMITTED, {"priority": 3, "owner": "olive"}, None),
     ],
 )
-def test_events_stored_with_the_old_names_are_read_with_the_new_ones(type_, stored, shown):
+def test_events_stored_with_the_old_names_are_read_with_the_new_ones(queue, type_, stored, shown):
     if shown is None:
         shown = {"cluster": "clusterId", "node": "nodeName"}
         shown = {shown.get(k, k): v for k, v in stored.items()}

@@ -8,7 +8,7 @@ import pytest
 from django.db import connections, transaction
 
 from armada.core.states import EventType
-from armada.models import Event
+from armada.models import Event, Queue
 from armada.services.events import NewEvent, events_append, events_for_job_set
 from tests.conftest import T0
 
@@ -26,6 +26,7 @@ def test_append_outside_a_transaction_is_refused():
 
 @pytest.mark.django_db
 def test_events_of_a_job_set_after_a_cursor():
+    Queue.objects.create(name="q", created_at=T0, updated_at=T0)  # events are read per queue
     with transaction.atomic():
         events_append(events=[event("a"), event("b"), event("c")])
     first, *rest = events_for_job_set(queue="q", job_set="s")
