@@ -68,6 +68,7 @@ _ERROR = {
     code: OpenApiResponse(ErrorSerializer, description=text)
     for code, text in (
         (400, "invalid input; `errors` names each field"),
+        (403, "the call was made with a token that never expires, which may not make tokens"),
         (404, "you have no token with that id"),
         (409, "you already have a token of that name"),
         (413, "the body is larger than the server accepts"),
@@ -90,7 +91,10 @@ class TokenListView(ApiView):
 
     @extend_schema(
         request=TokenInputSerializer,
-        responses={201: NewTokenSerializer, 400: _ERROR[400], 409: _ERROR[409], 413: _ERROR[413]},
+        responses={
+            201: NewTokenSerializer,
+            **{code: _ERROR[code] for code in (400, 403, 409, 413)},
+        },
         examples=[
             OpenApiExample(
                 "a token for 90 days",
