@@ -182,6 +182,7 @@ def retry_cost(request: HttpRequest) -> HttpResponse:
             "periods": list(PERIODS),
             "queue": queue,
             "queue_choices": choices,
+            "no_queue": allowed == [],
             "now": now,
             "range_start": window.first,
             "date_format": "M j H:i" if bucket_hours == HOUR_BUCKET else "M j",

@@ -20,6 +20,7 @@ from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
+from lookout.access import JOBS, page_view
 from lookout.grid.columns import COLUMNS, DEFAULT_COLUMNS, ColumnError, column
 from lookout.grid.filters import FilterError
 from lookout.grid.page_context import grid_context
@@ -39,7 +40,7 @@ def _wants_grid_part(request: HttpRequest) -> bool:
     )
 
 
-@login_required
+@page_view(JOBS)
 @require_GET
 def jobs(request: HttpRequest) -> HttpResponse:
     """The jobs grid. ``?fragment=rows`` answers only the rows of the page; an htmx request

@@ -44,6 +44,7 @@ from lookout.grid.groups import (
 )
 from lookout.grid.pages import grid_page
 from lookout.grid.params import GridParams
+from lookout.queue_scope import watches_no_queue_later
 
 MAX_EXPANDED = 20  # groups a URL may name open
 
@@ -185,6 +186,7 @@ def _render(
         "as_of": level.as_of,
         "column_label": label(level.column),
         "top": not path,
+        "no_queue": watches_no_queue_later(request.user),
     }
     html = render_to_string("lookout/grid/_groups.html", context, request)
     return mark_safe(html), [item.dom_id for item in items]  # noqa: S308 - our templates

@@ -10,7 +10,10 @@ up to now (with what the counters gained since the last sample: an increase over
 worded so, never called the counter's value, which counts from the counter's start), and
 warns when the sampler seems stopped.
 
-Rows labelled with a queue are shown only for queues the viewer may watch.
+A viewer who may not watch every queue (``watch_all_events``) sees only the series and
+counters labelled with a queue they may watch (read so in SQL); the failure categories, gang
+skips and other counters with no queue label count every queue, so they are not shown to
+them (the page says why, and where their queues' failed runs per category are).
 """
 
 from __future__ import annotations
@@ -18,7 +21,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
@@ -31,11 +33,13 @@ from armada.services.metric_history import (
     SAMPLE_PERIOD,
     Series,
     lines_of,
+    of_queues,
     sampling_status,
     series_increases,
     unsampled_increases,
 )
 from armada.web.inputs import refusal
+from lookout.access import DECISION_METRICS, page_view
 from lookout.chart_scales import buckets, fit_range, step_text
 from lookout.charts import LineChart, line_chart
 
@@ -60,34 +64,51 @@ def _outcome(labels: dict) -> str:
 
 
 class _History:
-    """One counter's increases per bucket and unsampled gains, per series, grouped into
-    the lines of a chart on demand; series of queues the viewer may not watch are left out."""
+    """One counter's increases per bucket and unsampled gains, per series (only those of
+    ``queues`` when given), grouped into the lines of a chart on demand."""
 
-    def __init__(self, name: str, *, starts: list[datetime], step: timedelta, visible) -> None:
+    def __init__(
+        self,
+        name: str,
+        *,
+        starts: list[datetime],
+        step: timedelta,
+        queues: list[str] | None,
+    ) -> None:
         self.buckets = len(starts)
         self.per_series = series_increases(
-            name=name, start=starts[0], end=starts[-1] + step, buckets=self.buckets
+            name=name, start=starts[0], end=starts[-1] + step, buckets=self.buckets, queues=queues
         )
-        self.unsampled = unsampled_increases(name=name)
-        self.visible = visible
+        self.unsampled = unsampled_increases(name=name, queues=queues)
 
     def keys(self, key_of: LineOf) -> list[str]:
-        found = {key_of(labels) for labels, _ in self.per_series.values() if self.visible(labels)}
-        found |= {key_of(labels) for labels, _ in self.unsampled.values() if self.visible(labels)}
+        found = {key_of(labels) for labels, _ in self.per_series.values()}
+        found |= {key_of(labels) for labels, _ in self.unsampled.values()}
         return sorted(k for k in found if k is not None)
 
     def lines(self, line_of: LineOf) -> tuple[list[Series], dict[str, int]]:
-        def shown(labels: dict) -> str | None:
-            return line_of(labels) if self.visible(labels) else None
-
         live: dict[str, int] = {}
         for labels, gained in self.unsampled.values():
-            if (line := shown(labels)) is not None:
+            if (line := line_of(labels)) is not None:
                 live[line] = live.get(line, 0) + gained
-        return lines_of(self.per_series, line_of=shown, buckets=self.buckets), live
+        return lines_of(self.per_series, line_of=line_of, buckets=self.buckets), live
 
 
-@login_required
+def _counters(queues: list[str] | None) -> tuple[list[dict], list[str]]:
+    """The counters' current values (only rows of ``queues`` when given), and the names of
+    those not shown: with no queue label, they cannot be narrowed to ``queues``."""
+    shown, hidden = [], []
+    for name, (help_text, label_names) in DB_COUNTERS.items():
+        if queues is not None and "queue" not in label_names:
+            hidden.append(name)
+            continue
+        found = of_queues(MetricCounter.objects.filter(name=name), queues).order_by("labels_key")
+        rows = [([str(c.labels.get(label, "")) for label in label_names], c.value) for c in found]
+        shown.append({"name": name, "help": help_text, "labels": label_names, "rows": rows})
+    return shown, hidden
+
+
+@page_view(DECISION_METRICS)
 def decision_metrics(request: HttpRequest) -> HttpResponse:
     period = request.GET.get("period", DEFAULT_PERIOD)
     if period not in PERIODS:
@@ -104,12 +125,10 @@ def decision_metrics(request: HttpRequest) -> HttpResponse:
     )
     starts, step = buckets(time_range, tz)
     allowed = watchable_queues(request.user)
-
-    def visible(labels: dict) -> bool:
-        return allowed is None or "queue" not in labels or labels["queue"] in allowed
+    every = allowed is None  # may watch every queue: the cluster-wide counters too
 
     def history(name: str) -> _History:
-        return _History(name, starts=starts, step=step, visible=visible)
+        return _History(name, starts=starts, step=step, queues=allowed)
 
     def chart(title: str, chart_id: str, quantity: str, lines, order=()) -> LineChart:
         series, live = lines
@@ -150,26 +169,21 @@ def decision_metrics(request: HttpRequest) -> HttpResponse:
 
     policy_charts = decision_charts("policy", "Policy")
     queue_charts = decision_charts("queue", "Queue")
-    categories = chart(
-        "Failed runs per failure category",
-        "categories",
-        "Failed runs",
-        history(CATEGORIES).lines(lambda lb: lb.get("failure_category") or "(none)"),
-    )
-    gang = chart(
-        "Gang failures skipped per policy",
-        "gang",
-        "Gang failures skipped",
-        history(GANG_SKIPS).lines(lambda lb: lb.get("policy") or "(none)"),
-    )
-    counters = []
-    for name, (help_text, label_names) in DB_COUNTERS.items():
-        rows = [
-            ([str(c.labels.get(label, "")) for label in label_names], c.value)
-            for c in MetricCounter.objects.filter(name=name).order_by("labels_key")
-            if visible(c.labels)
-        ]
-        counters.append({"name": name, "help": help_text, "labels": label_names, "rows": rows})
+    categories = gang = None
+    if every:
+        categories = chart(
+            "Failed runs per failure category",
+            "categories",
+            "Failed runs",
+            history(CATEGORIES).lines(lambda lb: lb.get("failure_category") or "(none)"),
+        )
+        gang = chart(
+            "Gang failures skipped per policy",
+            "gang",
+            "Gang failures skipped",
+            history(GANG_SKIPS).lines(lambda lb: lb.get("policy") or "(none)"),
+        )
+    counters, hidden_counters = _counters(allowed)
     last = status.last_sampled
     return render(
         request,
@@ -195,5 +209,7 @@ def decision_metrics(request: HttpRequest) -> HttpResponse:
             "categories": categories,
             "gang": gang,
             "counters": counters,
+            "hidden_counters": hidden_counters,
+            "no_queue": allowed == [],
         },
     )

@@ -17,7 +17,6 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -37,6 +36,7 @@ from armada.services.errors import (
 )
 from armada.services.queues import queue_list
 from armada.web.inputs import checks_own_text, whole_number
+from lookout.access import POLICIES, forbidden, page_view
 from lookout.forms import AttachForm
 from lookout.lists import Find, list_response, name_page
 from lookout.policy_tester import tester_context
@@ -70,21 +70,17 @@ rules:
 View = Callable[..., HttpResponse]
 
 
-def _forbidden(request: HttpRequest, exc: PermissionDenied) -> HttpResponse:
-    return render(request, "lookout/forbidden.html", {"message": str(exc)}, status=403)
-
-
 def policy_reader(view: View) -> View:
-    """Log in first; then the policy read permission, else 403 naming what is missing."""
+    """Log in first; then the policy read permission (``access.POLICIES``, which the menu
+    asks too), else 403 naming what is missing; a refusal inside the view is a 403 too."""
 
-    @login_required
+    @page_view(POLICIES)
     @wraps(view)
     def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         try:
-            policy_services.require_policy_reader(request.user)
             return view(request, *args, **kwargs)
         except PermissionDenied as exc:
-            return _forbidden(request, exc)
+            return forbidden(request, str(exc))
         except NotFound as exc:
             raise Http404(str(exc)) from None
 

@@ -32,6 +32,7 @@ from armada.services.authz import can_on_queue, has_global, watchable_queues
 from armada.services.errors import NotFound, PermissionDenied
 from armada.services.queue_shares import queue_shares
 from armada.services.queues import queue_set_cordoned
+from lookout.access import QUEUES, page_view
 from lookout.chart_scales import plain_number
 from lookout.lists import Find, list_response, name_page
 from lookout.queue_permission_views import permissions_context
@@ -40,9 +41,8 @@ from lookout.views import forbidden
 STATES = [s.value for s in JobState]
 
 
-def _visible(request: HttpRequest) -> QuerySet[Queue]:
-    """The queues the viewer may watch (all of them with ``watch_all_events``)."""
-    names = watchable_queues(request.user)
+def _visible(names: list[str] | None) -> QuerySet[Queue]:
+    """The queues of ``names`` (``watchable_queues``: None for all of them)."""
     return Queue.objects.all() if names is None else Queue.objects.filter(name__in=names)
 
 
@@ -89,12 +89,13 @@ def _pool(request: HttpRequest) -> tuple[str, list[str]]:
     return (chosen if chosen in pools else ""), pools
 
 
-@login_required
+@page_view(QUEUES)
 def queue_list(request: HttpRequest) -> HttpResponse:
     """The queues the viewer may watch by name, a page at a time, ``?q=`` finding by name;
     shares and job counts are read for the page's queues only."""
     pool, pools = _pool(request)
-    page = name_page(_visible(request), Find.from_query(request.GET), extra={"pool": pool})
+    names = watchable_queues(request.user)
+    page = name_page(_visible(names), Find.from_query(request.GET), extra={"pool": pool})
     shares = queue_shares(now=timezone.now(), queues=page.items, pool=pool or None)
     for share in shares:
         share.state_counts = [(s, share.jobs_by_state.get(s, 0)) for s in STATES]
@@ -105,6 +106,7 @@ def queue_list(request: HttpRequest) -> HttpResponse:
         "pool": pool,
         "pools": pools,
         "can_cordon": has_global(request.user, "cordon_queue"),
+        "no_queue": names == [],
     }
     return list_response(request, "lookout/queues.html", "lookout/_queues_results.html", context)
 

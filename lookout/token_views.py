@@ -23,6 +23,7 @@ from armada.services.tokens import (
     token_list,
     token_revoke,
 )
+from lookout.access import TOKENS, page_view
 
 # The usual lives offered, in days; the configured default is added when it is none of them.
 OFFERED_DAYS = (7, 30, 90, 365)
@@ -101,7 +102,7 @@ def _create(request: HttpRequest, form: TokenForm) -> NewToken | None:
     return None
 
 
-@login_required
+@page_view(TOKENS)
 @require_http_methods(["GET", "POST"])
 def tokens(request: HttpRequest) -> HttpResponse:
     new = None

@@ -6,11 +6,5 @@ actions (``lookout.job_views``), both routed by ``lookout.panel_urls``. ``forbid
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
-
+from lookout.access import forbidden  # noqa: F401  (the page modules' 403)
 from lookout.grid_views import jobs  # noqa: F401  (the jobs grid; lookout.urls routes it)
-
-
-def forbidden(request: HttpRequest, message: str) -> HttpResponse:
-    return render(request, "lookout/forbidden.html", {"message": message}, status=403)

@@ -24,12 +24,12 @@ charts do not show yet.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db import IntegrityError, transaction
-from django.db.models import Max, Min
+from django.db.models import Max, Min, QuerySet
 
 from armada.celery import METRICS_SAMPLE_PERIOD
 from armada.metrics import DB_COUNTERS
@@ -185,14 +185,26 @@ def lines_of(
     return series
 
 
+def of_queues(rows: QuerySet, queues: Collection[str] | None) -> QuerySet:
+    """Counter or sample ``rows`` whose ``queue`` label is one of ``queues`` (read in SQL;
+    a series without that label is none of them); every row when ``queues`` is None."""
+    return rows if queues is None else rows.filter(labels__queue__in=list(queues))
+
+
 def series_increases(
-    *, name: str, start: datetime, end: datetime, buckets: int
+    *,
+    name: str,
+    start: datetime,
+    end: datetime,
+    buckets: int,
+    queues: Collection[str] | None = None,
 ) -> dict[str, tuple[dict, list[int]]]:
-    """Per series of counter ``name`` (by ``labels_key``): its labels and its increases in
-    ``buckets`` equal buckets of [start, end). Series without an increase are left out."""
+    """Per series of counter ``name`` (by ``labels_key``; only those of ``queues`` when
+    given, :func:`of_queues`): its labels and its increases in ``buckets`` equal buckets of
+    [start, end). Series without an increase are left out."""
     step = (end - start) / buckets
     baseline_ids = (
-        MetricSample.objects.filter(name=name, at__lt=start)
+        of_queues(MetricSample.objects.filter(name=name, at__lt=start), queues)
         .values("labels_key")
         .annotate(last=Max("id"))
         .values_list("last", flat=True)
@@ -201,7 +213,9 @@ def series_increases(
         s.labels_key: s.value for s in MetricSample.objects.filter(id__in=list(baseline_ids))
     }
     found: dict[str, tuple[dict, list[int]]] = {}
-    samples = MetricSample.objects.filter(name=name, at__gte=start, at__lt=end).order_by("at", "id")
+    samples = of_queues(
+        MetricSample.objects.filter(name=name, at__gte=start, at__lt=end), queues
+    ).order_by("at", "id")
     for sample in samples:
         before = previous.get(sample.labels_key)
         previous[sample.labels_key] = sample.value
@@ -215,8 +229,11 @@ def series_increases(
     return found
 
 
-def unsampled_increases(*, name: str) -> dict[str, tuple[dict, int]]:
-    """Per series of counter ``name`` (by ``labels_key``): its labels and what it gained
+def unsampled_increases(
+    *, name: str, queues: Collection[str] | None = None
+) -> dict[str, tuple[dict, int]]:
+    """Per series of counter ``name`` (by ``labels_key``; only those of ``queues`` when
+    given): its labels and what it gained
     since its newest sample, as the next sampling will read it (a counter below its sample
     was reset: all of its value is new; a series never sampled starts from 0, unless
     nothing was ever sampled: then every value is a baseline). Series that gained nothing
@@ -225,7 +242,7 @@ def unsampled_increases(*, name: str) -> dict[str, tuple[dict, int]]:
     if not newest and not MetricSample.objects.exists():
         return {}
     found: dict[str, tuple[dict, int]] = {}
-    for counter in MetricCounter.objects.filter(name=name):
+    for counter in of_queues(MetricCounter.objects.filter(name=name), queues):
         sample = newest.get((name, counter.labels_key))
         before = sample.value if sample is not None else 0
         gained = counter.value - before if counter.value >= before else counter.value

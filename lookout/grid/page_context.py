@@ -23,6 +23,7 @@ from lookout.grid.options import filter_options
 from lookout.grid.pages import grid_page
 from lookout.grid.params import PAGE_SIZES, GridParams
 from lookout.grid.prefs import request_columns
+from lookout.queue_scope import watches_no_queue_later
 
 # What an htmx request for the rows also replaces (the filter row stays: it is being typed in).
 GRID_OOB = "#grid-head,#grid-cols,#grid-pager,#grid-error,#grid-chips,#grid-form-fields"
@@ -64,6 +65,7 @@ def grid_context(
         "group_levels": _group_levels(params),
         "colspan": len(params.columns) + 1,
         "rows": [],
+        "no_queue": watches_no_queue_later(request.user),
         "groups_html": None,
         "view_fields": _view_fields(params),
         "form_fields": parse_qsl(params.url(filters=JobFilters()).lstrip("?")),
