@@ -38,6 +38,11 @@ def _flag(request: Request, name: str) -> bool:
     return value in ("true", "1", "yes")
 
 
+def _seen_by(request: Request) -> dict:
+    """The serializer context of a queue shown to the caller (``QueueSerializer``)."""
+    return {"actor": request.user}
+
+
 LIST_PARAMETERS = [
     OpenApiParameter(
         "selector",
@@ -70,7 +75,7 @@ class QueueListView(ApiView):
                 only_cordoned=only_cordoned,
                 inverse=inverse,
             )
-        return Response(QueueSerializer(queues, many=True).data)
+        return Response(QueueSerializer(queues, many=True, context=_seen_by(request)).data)
 
     @extend_schema(
         request=QueueInputSerializer,
@@ -85,13 +90,17 @@ class QueueListView(ApiView):
                 actor=request.user, data=request.data, now=timezone.now()
             )
             return with_warnings(
-                Response(QueueSerializer(queue).data), queue_warnings(request.data)
+                Response(QueueSerializer(queue, context=_seen_by(request)).data),
+                queue_warnings(request.data),
             )
         queue = queue_services.queue_create(
             actor=request.user, data=request.data, now=timezone.now()
         )
         return with_warnings(
-            Response(QueueSerializer(queue).data, status=status.HTTP_201_CREATED),
+            Response(
+                QueueSerializer(queue, context=_seen_by(request)).data,
+                status=status.HTTP_201_CREATED,
+            ),
             queue_warnings(request.data),
         )
 
@@ -99,7 +108,8 @@ class QueueListView(ApiView):
 class QueueDetailView(ApiView):
     @extend_schema(responses={200: QueueSerializer, **ERRORS}, summary="Get a queue")
     def get(self, request: Request, name: str) -> Response:
-        return Response(QueueSerializer(queue_services.queue_get(name=name)).data)
+        queue = queue_services.queue_get(name=name)
+        return Response(QueueSerializer(queue, context=_seen_by(request)).data)
 
     @extend_schema(
         request=QueueInputSerializer,
@@ -110,7 +120,10 @@ class QueueDetailView(ApiView):
         queue = queue_services.queue_update(
             actor=request.user, name=name, data=request.data, now=timezone.now()
         )
-        return with_warnings(Response(QueueSerializer(queue).data), queue_warnings(request.data))
+        return with_warnings(
+            Response(QueueSerializer(queue, context=_seen_by(request)).data),
+            queue_warnings(request.data),
+        )
 
     put = patch
 
@@ -139,7 +152,7 @@ class QueueCordonView(ApiView):
         queue = queue_services.queue_set_cordoned(
             actor=request.user, name=name, cordoned=self.cordoned, now=timezone.now()
         )
-        return Response(QueueSerializer(queue).data)
+        return Response(QueueSerializer(queue, context=_seen_by(request)).data)
 
 
 class QueueJobSetsView(ApiView):

@@ -93,6 +93,15 @@ def can_on_queue(user: Any, queue: Any, verb: str) -> bool:
     return False
 
 
+def may_read_queue_access(user: Any, queue: Any) -> bool:
+    """Whether ``user`` may read who may act on ``queue``: its owners, group owners and
+    permissions. A queue's name and settings are read by every caller let in (as Armada's
+    ``GetQueue`` and ``GetQueues`` have them); who may act on it only by those who may
+    watch it, and by those who may change it (``create_queue``, which updates queues and so
+    sets these fields anyway: an update that replaces the whole queue must read them)."""
+    return has_global(user, "create_queue") or can_on_queue(user, queue, "watch")
+
+
 def require_queue_verb(user: Any, queue: Any, verb: str) -> None:
     """Raise PermissionDenied naming what is missing unless ``user`` may ``verb`` on ``queue``."""
     if not can_on_queue(user, queue, verb):

@@ -26,7 +26,7 @@ validates it), and the field errors those services raise are renamed to Armada's
 ==================================  ===========================================================
 
 Outgoing, a queue is written with every field above that it has (``labelsDeprecated`` stays
-empty). Our owners stay in ``userOwners``/``groupOwners``; Armada folds them into a
+empty); owners and permissions only for a caller who may read them (``queue_message``). Our owners stay in ``userOwners``/``groupOwners``; Armada folds them into a
 permission with every verb instead, which means the same to its own authorizer.
 """
 
@@ -135,23 +135,13 @@ def armada_names(message: submit_pb2.Queue) -> Iterator[None]:
         raise ValidationFailed(armada_field_names(exc.errors, message)) from None
 
 
-def queue_message(queue: Queue) -> submit_pb2.Queue:
-    """The ``api.Queue`` of a stored queue."""
-    return submit_pb2.Queue(
+def queue_message(queue: Queue, *, with_access: bool = True) -> submit_pb2.Queue:
+    """The ``api.Queue`` of a stored queue; without ``with_access`` (a caller who may not
+    read who may act on it: ``authz.may_read_queue_access``) its ``userOwners``,
+    ``groupOwners`` and ``permissions`` are left empty."""
+    message = submit_pb2.Queue(
         name=queue.name,
         priority_factor=queue.priority_factor,
-        user_owners=queue.owners or [],
-        group_owners=queue.group_owners or [],
-        permissions=[
-            submit_pb2.Queue.Permissions(
-                subjects=[
-                    submit_pb2.Queue.Permissions.Subject(kind=s["kind"], name=s["name"])
-                    for s in grant.get("subjects", [])
-                ],
-                verbs=grant.get("verbs", []),
-            )
-            for grant in queue.permissions or []
-        ],
         cordoned=queue.cordoned,
         labels=queue.labels or {},
         retry_policies=queue.retry_policies or [],
@@ -168,3 +158,17 @@ def queue_message(queue: Queue) -> submit_pb2.Queue:
             for name, limits in (queue.resource_limits_by_priority_class_name or {}).items()
         },
     )
+    if with_access:
+        message.user_owners.extend(queue.owners or [])
+        message.group_owners.extend(queue.group_owners or [])
+        message.permissions.extend(
+            submit_pb2.Queue.Permissions(
+                subjects=[
+                    submit_pb2.Queue.Permissions.Subject(kind=s["kind"], name=s["name"])
+                    for s in grant.get("subjects", [])
+                ],
+                verbs=grant.get("verbs", []),
+            )
+            for grant in queue.permissions or []
+        )
+    return message

@@ -13,6 +13,8 @@ difference):
   reads); the others are done.
 - GetQueues streams every queue (at most ``num`` when it is above 0) then one message with
   ``end``, reading a page at a time and holding no database connection between pages.
+- GetQueue and GetQueues answer every caller let in, as Armada's do; a queue's owners and
+  permissions are left empty for a caller who may neither watch it nor change queues.
 - CancelOnQueue needs at least one of QUEUED, LEASED, PENDING, RUNNING in ``jobStates``
   (Armada cancels nothing without one); it and PreemptOnQueue act at once, all or nothing.
 """
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import suppress
+from typing import Any
 
 from armada_client.armada import submit_pb2
 from asgiref.sync import sync_to_async
@@ -31,7 +34,9 @@ from google.protobuf.message import Message
 
 from armada.core.errors import FieldError, ValidationFailed
 from armada.core.states import JobState
+from armada.models import Queue
 from armada.services import queue_actions
+from armada.services.authz import may_read_queue_access
 from armada.services.dbfaults import read_again_if_lost
 from armada.services.errors import NotFound
 from armada.services.queue_actions import QueueSelection
@@ -127,14 +132,20 @@ def delete_queue(call: Call, request: submit_pb2.QueueDeleteRequest) -> empty_pb
 
 @unary("api.Submit/GetQueue", "api.QueueService/GetQueue")
 def get_queue(call: Call, request: submit_pb2.QueueGetRequest) -> submit_pb2.Queue:
-    return queue_message(queue_get(name=required_name(request.name)))
+    return _shown(call.actor, queue_get(name=required_name(request.name)))
 
 
-def _page(after: str, limit: int) -> list[submit_pb2.Queue]:
+def _shown(actor: Any, queue: Queue) -> submit_pb2.Queue:
+    """``queue`` as ``actor`` may read it: who may act on it only if they may watch it or
+    change it (``authz.may_read_queue_access``, as the REST API)."""
+    return queue_message(queue, with_access=may_read_queue_access(actor, queue))
+
+
+def _page(actor: Any, after: str, limit: int) -> list[submit_pb2.Queue]:
     """One page of queues as messages, on a connection handed back before returning."""
     try:
         return read_again_if_lost(
-            lambda: [queue_message(q) for q in queue_page(after=after, limit=limit)],
+            lambda: [_shown(actor, q) for q in queue_page(after=after, limit=limit)],
             "a queue listing's read",
         )
     finally:
@@ -150,7 +161,7 @@ async def get_queues(
     after = ""
     while left is None or left > 0:
         size = PAGE if left is None else min(PAGE, left)
-        page = await read(after, size)
+        page = await read(call.actor, after, size)
         for queue in page:
             yield submit_pb2.StreamingQueueMessage(queue=queue)
         if len(page) < size:

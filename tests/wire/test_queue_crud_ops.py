@@ -339,7 +339,9 @@ def test_delete_queue_needs_a_name(admin_user):
 # --- get --------------------------------------------------------------------------------------
 
 
-def test_get_queue_answers_with_every_field(admin_user, outsider):
+def test_get_queue_answers_with_every_field(admin_user, member, outsider):
+    """Every caller reads the queue; who may act on it only one who may watch it (``mo``,
+    granted ``watch``) or change queues: to others its owners and permissions are empty."""
     message = Q(
         name="team-a",
         priority_factor=2,
@@ -352,7 +354,17 @@ def test_get_queue_answers_with_every_field(admin_user, outsider):
         labels={"team": "a"},
     )
     call("CreateQueue", admin_user, message)
-    assert call("GetQueue", outsider, submit_pb2.QueueGetRequest(name="team-a")) == message
+    get = submit_pb2.QueueGetRequest(name="team-a")
+    assert call("GetQueue", member, get) == message
+    assert call("api.QueueService/GetQueue", admin_user, get) == message
+    shown_to_outsider = Q()
+    shown_to_outsider.CopyFrom(message)
+    for field in ("user_owners", "group_owners", "permissions"):
+        shown_to_outsider.ClearField(field)
+    assert call("GetQueue", outsider, get) == shown_to_outsider
+    outsider.user_permissions.add(*_perms("create_queue"))
+    outsider = type(outsider).objects.get(pk=outsider.pk)  # no cached permissions
+    assert call("GetQueue", outsider, get) == message
 
 
 def test_get_queue_of_a_missing_queue_is_not_found(admin_user):

@@ -82,3 +82,21 @@ def test_get_queues_holds_no_connection_between_pages(monkeypatch, admin_user):
     assert taken() == 0
     asyncio.run(run())
     assert seen == [("queue", 0), ("queue", 0), ("queue", 0), ("end", 0)]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_get_queues_shows_who_may_act_only_on_queues_the_caller_may_watch(admin_user, owner):
+    """Every queue is listed (as Armada lists them); a queue's owners and permissions only
+    where the caller may watch it (``authz.may_read_queue_access``)."""
+    grant = Q.Permissions(subjects=[Q.Permissions.Subject(kind="User", name="mo")], verbs=["watch"])
+    call("CreateQueue", admin_user, Q(name="mine", user_owners=[owner.username]))
+    call("CreateQueue", admin_user, Q(name="theirs", user_owners=["zed"], permissions=[grant]))
+    try:
+        messages = listing(owner)
+    finally:
+        asyncio.run(sync_to_async(connections.close_all)())
+    shown = {m.queue.name: m.queue for m in messages[:-1]}
+    assert list(shown) == ["mine", "theirs"]
+    assert list(shown["mine"].user_owners) == [owner.username]
+    hidden = shown["theirs"]
+    assert not hidden.user_owners and not hidden.group_owners and not hidden.permissions

@@ -9,6 +9,7 @@ from rest_framework import serializers
 from armada.api.serializers.fields import label_field
 from armada.core.queues import SUBJECT_KINDS, VERBS
 from armada.models import Queue
+from armada.services.authz import may_read_queue_access
 
 
 def _fractions(**kwargs: Any) -> serializers.DictField:
@@ -47,9 +48,26 @@ def limits_field(**kwargs: Any) -> serializers.DictField:
     )
 
 
+ACCESS_HIDDEN = (
+    "null when the caller may not read it: only those who may watch the queue (or hold "
+    "create_queue) see who may act on it"
+)
+ACCESS_FIELDS = ("owners", "groupOwners", "permissions")
+
+
 class QueueSerializer(serializers.ModelSerializer):
+    """A queue as the API shows it to ``context["actor"]``: who may act on it (owners,
+    group owners, permissions) is null unless ``authz.may_read_queue_access`` lets them
+    read it; every caller reads the rest."""
+
     priorityFactor = serializers.FloatField(source="priority_factor")
-    groupOwners = serializers.JSONField(source="group_owners")
+    owners = serializers.JSONField(allow_null=True, help_text=f"user names; {ACCESS_HIDDEN}")
+    groupOwners = serializers.JSONField(
+        source="group_owners", allow_null=True, help_text=f"group names; {ACCESS_HIDDEN}"
+    )
+    permissions = serializers.JSONField(
+        allow_null=True, help_text=f"[{{subjects: [{{kind, name}}], verbs}}]; {ACCESS_HIDDEN}"
+    )
     retryPolicies = serializers.JSONField(source="retry_policies")
     resourceLimitsByPriorityClassName = limits_field(
         source="resource_limits_by_priority_class_name"
@@ -73,6 +91,12 @@ class QueueSerializer(serializers.ModelSerializer):
             "updatedAt",
         ]
         read_only_fields = fields
+
+    def to_representation(self, instance: Queue) -> dict[str, Any]:
+        data = super().to_representation(instance)
+        if not may_read_queue_access(self.context.get("actor"), instance):
+            data.update(dict.fromkeys(ACCESS_FIELDS))
+        return data
 
 
 class SubjectSerializer(serializers.Serializer):
