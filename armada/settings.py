@@ -211,12 +211,17 @@ if env_str("REDIS_URL"):
 # Shared by every web process through Redis when there is one; else the default cache
 # (Lookout's kept group counts) is each process's memory and the login throttle's is files
 # on this machine.
+# With Redis, the default cache answers as an empty one while Redis does not answer
+# (armada.web.resilient_cache: sessions are then read from the database); every Redis call is
+# bounded by short timeouts.
+REDIS_CACHE_OPTIONS = {"socket_connect_timeout": 1.0, "socket_timeout": 2.0}
 CACHES = {
     "default": (
         {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "BACKEND": "armada.web.resilient_cache.ResilientRedisCache",
             "LOCATION": env_str("REDIS_URL"),
             "KEY_PREFIX": "armada",
+            "OPTIONS": REDIS_CACHE_OPTIONS,
         }
         if env_str("REDIS_URL")
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
@@ -226,6 +231,7 @@ CACHES = {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": env_str("REDIS_URL"),
             "KEY_PREFIX": "armada-login-throttle",
+            "OPTIONS": REDIS_CACHE_OPTIONS,
         }
         if env_str("REDIS_URL")
         else {

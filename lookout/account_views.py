@@ -23,7 +23,7 @@ class LoginView(auth_views.LoginView):
         response = super().form_invalid(form)
         refusal = form.throttled
         if refusal is not None:
-            response.status_code = 429
+            response.status_code = refusal.status  # 429, or 503 while logins are paused
             response["Retry-After"] = str(refusal.wait)
         else:
             response.status_code = 400

@@ -41,11 +41,13 @@ Credentials = tuple[Any, Any]
 
 
 class LoginThrottled(exceptions.Throttled):
-    """429 with ``Retry-After``: too many failed logins for this user or address."""
+    """429 with ``Retry-After``: too many failed logins for this user or address; 503 with
+    ``Retry-After`` while the throttle's store does not answer (password logins paused)."""
 
     def __init__(self, refusal: login_throttle.Refusal) -> None:
         exceptions.APIException.__init__(self, refusal.message)
         self.wait = refusal.wait
+        self.status_code = refusal.status
 
 
 def _scheme(header: str) -> tuple[str, list[str]]:

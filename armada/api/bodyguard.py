@@ -129,7 +129,9 @@ def _look_up(scope: Scope, api: bool, anonymous_ok: bool = False) -> bool:
             scope[SCOPE_KEY] = ("basic", *found)
             return True
     except LoginThrottled as exc:
-        raise Refused(429, str(exc.detail), [(b"retry-after", str(exc.wait).encode())]) from None
+        raise Refused(
+            exc.status_code, str(exc.detail), [(b"retry-after", str(exc.wait).encode())]
+        ) from None
     except exceptions.AuthenticationFailed as exc:
         raise Refused(
             401, str(exc.detail), [(b"www-authenticate", b'Bearer realm="api"')]

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import logging
 import math
 import time
 from collections.abc import Iterator
@@ -30,6 +31,9 @@ from pathlib import Path
 from django.conf import settings
 from django.core.cache import BaseCache, caches
 from django.core.cache.backends.redis import RedisCache
+from redis.exceptions import RedisError
+
+log = logging.getLogger(__name__)
 
 ALIAS = "login-throttle"
 # The doubling stops growing here; MAX_DELAY_SECONDS caps the delay long before.
@@ -38,10 +42,33 @@ _MAX_DOUBLINGS = 30
 
 @dataclass(frozen=True)
 class Refusal:
-    """An attempt refused without checking its password; ``wait`` is in whole seconds."""
+    """An attempt refused without checking its password; ``wait`` is in whole seconds.
+    ``status`` is the HTTP answer: 429 for a lockout, 503 while the throttle's store does
+    not answer (:func:`login_refusal`)."""
 
     wait: int
     message: str
+    status: int = 429
+
+
+# While the throttle's store (Redis) does not answer, password logins are refused (503)
+# rather than let through uncounted: the throttle fails safe. Tokens and sessions still work.
+UNAVAILABLE = Refusal(
+    30,
+    "password logins are paused: the failed-login counter's store does not answer; try "
+    "again in a minute, or use an API token",
+    status=503,
+)
+_STORE_ERRORS: tuple[type[BaseException], ...] = (RedisError, OSError)
+_complained: list[float] = []  # when the store's trouble was last logged
+
+
+def _store_down(exc: BaseException) -> None:
+    """Log the store's trouble, at most once a minute."""
+    now = time.monotonic()
+    if not _complained or now - _complained[0] >= 60:
+        _complained[:] = [now]
+        log.warning("login throttle: its store does not answer (%s): refusing password logins", exc)
 
 
 def wall_clock() -> float:
@@ -81,7 +108,11 @@ def login_refusal(*, username: str, address: str, now: float) -> Refusal | None:
     subjects = _subjects(username, address)
     if not subjects:
         return None
-    locks = _cache().get_many([_key("lock", kind, value) for kind, value, _ in subjects])
+    try:
+        locks = _cache().get_many([_key("lock", kind, value) for kind, value, _ in subjects])
+    except _STORE_ERRORS as exc:
+        _store_down(exc)
+        return UNAVAILABLE
     worst: tuple[float, str] | None = None
     for kind, value, _ in subjects:
         until = locks.get(_key("lock", kind, value))
@@ -128,21 +159,30 @@ def _count(cache: BaseCache, key: str, window: int) -> int:
 
 
 def login_failed(*, username: str, address: str, now: float) -> None:
-    """Count a failed password check; lock out what has reached its limit."""
+    """Count a failed password check; lock out what has reached its limit. When the store
+    stops answering meanwhile, the failure goes uncounted (logged): the next attempt finds
+    the store down and is refused."""
     cache = _cache()
     window = _limit("WINDOW_SECONDS")
     base, most = _limit("BASE_DELAY_SECONDS"), _limit("MAX_DELAY_SECONDS")
-    for kind, value, limit in _subjects(username, address):
-        count = _count(cache, _key("count", kind, value), window)
-        if count >= limit:
-            delay = min(base * 2 ** min(count - limit, _MAX_DOUBLINGS), most)
-            cache.set(_key("lock", kind, value), now + delay, timeout=math.ceil(delay) + 1)
+    try:
+        for kind, value, limit in _subjects(username, address):
+            count = _count(cache, _key("count", kind, value), window)
+            if count >= limit:
+                delay = min(base * 2 ** min(count - limit, _MAX_DOUBLINGS), most)
+                cache.set(_key("lock", kind, value), now + delay, timeout=math.ceil(delay) + 1)
+    except _STORE_ERRORS as exc:
+        _store_down(exc)
 
 
 def login_succeeded(*, username: str) -> None:
-    """A right password (not refused): forget the username's failures."""
+    """A right password (not refused): forget the username's failures (left to expire when
+    the store does not answer)."""
     if username:
-        _cache().delete_many([_key("count", "user", username), _key("lock", "user", username)])
+        try:
+            _cache().delete_many([_key("count", "user", username), _key("lock", "user", username)])
+        except _STORE_ERRORS as exc:
+            _store_down(exc)
 
 
 def login_failures(*, username: str = "", address: str = "") -> int:

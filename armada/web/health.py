@@ -9,7 +9,10 @@ balancers and orchestrators.
   else the file-system broker's folders exist and are writable).
 
 503 otherwise, with the same body, ``"status": "not ready"`` and ``failed`` naming the
-checks that failed. The messages name what failed and the kind of error only, never
+checks that failed. A failed ``broker`` check alone is not "not ready": a web process does
+its work without Redis (sessions from the database, streams polling, password logins
+refused with 503 until it answers again), so it answers 200 with ``"status": "degraded"``
+and ``degraded`` naming it, and stays in the load balancer. The messages name what failed and the kind of error only, never
 addresses or credentials; the full error goes to this process's log.
 
 Each check is bounded (``CHECK_SECONDS``): it runs in a thread of its own and a check that
@@ -150,15 +153,23 @@ def readiness() -> dict[str, tuple[bool, str]]:
     return results
 
 
+# Checks a web process can serve without: their failure makes it degraded, not unready.
+DEGRADING = frozenset({"broker"})
+
+
 @never_cache
 def readyz(request: HttpRequest) -> JsonResponse:
-    """200 when the database and the broker answer and the schema is current, else 503."""
+    """200 when the database answers and the schema is current (``degraded`` when the
+    broker does not answer), else 503."""
     results = readiness()
     failed = [name for name, (ok, _message) in results.items() if not ok]
+    fatal = [name for name in failed if name not in DEGRADING]
     body: dict[str, object] = {
-        "status": "not ready" if failed else "ready",
+        "status": "not ready" if fatal else "degraded" if failed else "ready",
         "checks": {name: message for name, (_ok, message) in results.items()},
     }
-    if failed:
-        body["failed"] = failed
-    return JsonResponse(body, status=503 if failed else 200)
+    if fatal:
+        body["failed"] = fatal
+    elif failed:
+        body["degraded"] = failed
+    return JsonResponse(body, status=503 if fatal else 200)

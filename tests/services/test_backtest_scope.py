@@ -64,9 +64,7 @@ def test_a_policy_no_queue_uses_yet_replays_every_queue_the_actor_may_view(
     assert mine["replayed"] == {"basis": "all", "queues": ["demo"], "notVisible": 0}
 
 
-def test_queues_using_the_policy_that_the_actor_may_not_view_are_counted_not_read(
-    bystander, owner
-):
+def test_queues_using_the_policy_that_the_actor_may_not_view_are_counted_not_read(bystander, owner):
     answer = run(owner, draft=STORED_ML)
     assert answer["replayed"] == {"basis": "policy", "queues": ["demo"], "notVisible": 1}
     assert [q["queue"] for q in answer["queues"]] == ["demo"]
