@@ -13,14 +13,19 @@ reused since only looks alive, which errs on the side of waiting.
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
+import threading
+import time
 from datetime import datetime, timedelta
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connections, transaction
 from django.db.models import Q
 
 from armada.models import LeaderLease
+
+log = logging.getLogger(__name__)
 
 
 def leader_acquire(*, name: str, holder: str, now: datetime, ttl: timedelta) -> bool:
@@ -49,8 +54,81 @@ def leader_acquire(*, name: str, holder: str, now: datetime, ttl: timedelta) -> 
         return False
 
 
+def leader_renew(*, name: str, holder: str, now: datetime, ttl: timedelta) -> bool:
+    """Extend ``name`` to ``now + ttl`` if ``holder`` holds it; False when it does not (one
+    UPDATE: never claims a lease, never waits for a row another transaction is making)."""
+    with transaction.atomic():
+        return bool(
+            LeaderLease.objects.filter(name=name, holder=holder).update(expires_at=now + ttl)
+        )
+
+
 def leader_release(*, name: str, holder: str) -> None:
     LeaderLease.objects.filter(name=name, holder=holder).update(holder="")
+
+
+class LeaseLost(Exception):
+    """The lease this work was done under is held by another holder now: write nothing."""
+
+
+def leader_fence(*, name: str, holder: str) -> None:
+    """Inside a write's transaction: lock the lease's row and raise LeaseLost unless
+    ``holder`` still holds it. A standby's claim (an UPDATE of that row) then waits for the
+    write to commit, so no write of a former holder lands after a successor took over (the
+    lease's row comes before every other lock: ``services.locking``)."""
+    row = (
+        LeaderLease.objects.select_for_update(no_key=True)
+        .filter(name=name)
+        .values_list("holder", flat=True)
+        .first()
+    )
+    if row != holder:
+        raise LeaseLost(f"the {name!r} lease is held by {row or 'no one'!r} now, not by us")
+
+
+class LeaseKeeper:
+    """Renews ``name`` for ``holder`` every ``every`` seconds while a long piece of work runs
+    (a thread of its own, with a database connection of its own), so that a live holder's
+    lease never lapses mid-work however long the work takes, and a dead one's lapses within
+    ``ttl``. Renewals run on the work's clock: ``now`` advanced by the monotonic time since
+    the keeper started. ``lost`` is set when a renewal finds the lease taken."""
+
+    def __init__(
+        self, *, name: str, holder: str, now: datetime, ttl: timedelta, every: float
+    ) -> None:
+        self.name, self.holder, self.now, self.ttl, self.every = name, holder, now, ttl, every
+        self.lost = threading.Event()
+        self._stop = threading.Event()
+        self._started = time.monotonic()
+        self._thread = threading.Thread(target=self._run, name=f"lease-{name}", daemon=True)
+
+    def __enter__(self) -> LeaseKeeper:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        # A renewal under way is one UPDATE; one still running after this (waiting for a
+        # row lock) does no harm: it extends a lease this holder had.
+        self._thread.join(timeout=10.0)
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.wait(self.every):
+                at = self.now + timedelta(seconds=time.monotonic() - self._started)
+                try:
+                    held = leader_renew(name=self.name, holder=self.holder, now=at, ttl=self.ttl)
+                except Exception:  # noqa: BLE001 - a failed renewal is retried, not fatal
+                    log.warning(
+                        "renewing the %r lease failed; trying again", self.name, exc_info=True
+                    )
+                    continue
+                if not held:
+                    log.warning("the %r lease was taken by another holder", self.name)
+                    self.lost.set()
+                    return
+        finally:
+            connections.close_all()
 
 
 def _pid_namespace() -> str:

@@ -2,6 +2,7 @@
 
 The order (``docs/concurrency.md`` explains each step):
 
+0. the scheduler's leader lease row (``services.leader.leader_fence``), in a lease write;
 1. queue rows, then retry-policy rows (configuration);
 2. job rows, in id order;
 3. run rows, in id order;

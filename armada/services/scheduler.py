@@ -50,7 +50,13 @@ from armada.services.duration_metrics import duration_gauge_rows
 from armada.services.expiry import runs_expire
 from armada.services.job_state_metrics import RESET_NAMES as STATE_COUNTERS
 from armada.services.jobdb import JobDb
-from armada.services.leader import leader_acquire, process_holder
+from armada.services.leader import (
+    LeaseKeeper,
+    LeaseLost,
+    leader_acquire,
+    leader_fence,
+    process_holder,
+)
 from armada.services.records import records_write
 from armada.services.retry_cost_metrics import COUNTERS as RETRY_COST_COUNTERS
 from armada.services.round_inputs import avoidance, load_nodes, queue_states_of, running_in_pool
@@ -116,14 +122,36 @@ def scheduler_state_reset() -> None:
     queue_buckets_reset()
 
 
+def lease_ttl(cycle_period: float) -> timedelta:
+    """The scheduler lease's time to live: 5 s (three cycle periods when they are longer). A
+    holder renews it every fifth of that while its cycle runs (``leader.LeaseKeeper``), so
+    only a dead or stuck holder lets it lapse, and a standby takes over within about that."""
+    return timedelta(seconds=max(5.0, 3 * cycle_period))
+
+
 def scheduler_cycle(*, now: datetime, clock: Callable[[], float] = time.monotonic) -> CycleReport:
     """Run one cycle if this process holds the scheduler lease; see the module docstring.
-    ``clock`` (seconds) paces the lease-rate bucket."""
-    global _durations_at
+    ``clock`` (seconds) paces the lease-rate bucket. The lease is renewed while the cycle
+    runs, and its leases are written only if it is still ours (``leader.leader_fence``):
+    when a standby has taken over meanwhile, nothing is leased and the cycle reports that
+    it did not run."""
     config = settings.ARMADA
-    ttl = timedelta(seconds=max(30.0, config.scheduling.cycle_period * 10))
+    ttl = lease_ttl(config.scheduling.cycle_period)
     if not leader_acquire(name=LEADER_NAME, holder=HOLDER, now=now, ttl=ttl):
         return CycleReport(ran=False)
+    keeper = LeaseKeeper(
+        name=LEADER_NAME, holder=HOLDER, now=now, ttl=ttl, every=ttl.total_seconds() / 5
+    )
+    try:
+        with keeper:
+            return _cycle(config, now, clock)
+    except LeaseLost as exc:
+        log.warning("scheduling cycle abandoned: %s", exc)
+        return CycleReport(ran=False)
+
+
+def _cycle(config, now: datetime, clock: Callable[[], float]) -> CycleReport:
+    global _durations_at
     started = time.perf_counter()
     counters_reset_if_due(
         names=[DECISIONS_COUNTER, GANG_SKIPPED_COUNTER, *RETRY_COST_COUNTERS, *STATE_COUNTERS],
@@ -226,7 +254,18 @@ def scheduler_cycle(*, now: datetime, clock: Callable[[], float] = time.monotoni
         report.unschedulable.pop(job_id, None)
     new_runs: dict[str, str] = {}
     lease_runs: list[dict] = []
-    leased_ids = write_leases(leases, now, new_runs, away, lease_runs) if leases else []
+    leased_ids = (
+        write_leases(
+            leases,
+            now,
+            new_runs,
+            away,
+            lease_runs,
+            fence=lambda: leader_fence(name=LEADER_NAME, holder=HOLDER),
+        )
+        if leases
+        else []
+    )
     db.note_leased(lease_runs)  # the next sync need not read these jobs again
     bucket.take(clock(), len(leased_ids))
     if buckets is not None and leased_ids:

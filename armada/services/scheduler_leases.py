@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 
 from django.db import connection, transaction
@@ -40,17 +40,22 @@ def write_leases(
     new_run_ids: dict[str, str] | None = None,
     away: Mapping[str, AwayOption] | None = None,
     written: list[dict] | None = None,
+    fence: Callable[[], None] | None = None,
 ) -> list[str]:
     """Create runs and move jobs to leased; only jobs still queued at commit time are leased
     (a job cancelled or changed meanwhile is left alone and seen again at the next sync).
     ``new_run_ids`` is given each leased job's new run id; ``away`` holds the jobs placed
     away from home (``core.away``), whose runs keep the node type, the priority they run at
     and their pods' extra tolerations. ``written`` is given the run rows inserted once they
-    are committed (for ``services.jobdb.JobDb.note_leased``)."""
+    are committed (for ``services.jobdb.JobDb.note_leased``). ``fence`` is called first in
+    the transaction (the scheduler's lease check, ``leader.leader_fence``): what it raises
+    leaves everything unwritten."""
     new_runs: dict[str, tuple[str, str, str, str]] = {}  # job -> (run, executor, node, pool)
     for pool, lease in leases:
         new_runs.setdefault(lease.job_id, (new_id(), lease.executor, lease.node, pool))
     with transaction.atomic():
+        if fence is not None:
+            fence()
         rows = _claim_queued(new_runs, now)
         runs, events = [], []
         jobs: dict[str, tuple[str, datetime]] = {}  # job -> (queue, submitted), for metrics
