@@ -15,10 +15,11 @@ def state_dir_for(config: ExecutorConfig, var_dir: Path) -> Path:
 
 
 def make_backend(config: ExecutorConfig, state_dir: Path) -> Backend:
-    """The backend of ``config``; the local backend keeps its pods under ``state_dir``; the
+    """The backend of ``config``; the local and fake backends keep their pods under
+    ``state_dir`` (so that they outlive the executor process); the
     kubernetes backend starts watching its cluster at once (``close`` stops it)."""
     if config.backend == "fake":
-        return FakeBackend(namespaces=config.namespaces)
+        return FakeBackend(namespaces=config.namespaces, state_dir=state_dir)
     if config.backend == "local":
         from armada.executor.backends.local import LocalBackend
 

@@ -2,8 +2,10 @@
 
 Cheap enough for thousands of nodes and pods: a pod is a few fields, and its status is
 computed from its creation time, the asked-for outcome (``core.fakepod``) and ``now``.
-Pods live in the executor process, as a real cluster lives outside it: a restarted executor
-finds none, and the agent reports their runs as internal / pod-missing.
+Given a state directory (as every executor process gives it), the pods also live in a file
+there (``fake_store``), as a real cluster lives outside its executor: an executor killed and
+started again finds its pods as they were and carries on. Without one (tests of a single
+agent), they live in memory only.
 
 A job's ``services`` are accepted and simulated by nothing. Its ``ingress`` items get
 addresses once the pod runs: ``<pod name>.<namespace>.ingress.fake.invalid:<port>`` for
@@ -22,6 +24,7 @@ import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from armada.core.fakepod import FakeOutcome, parse_fake_outcome
@@ -37,6 +40,7 @@ from armada.executor.backends.base import (
     check_namespace,
     log_read,
 )
+from armada.executor.backends.fake_store import FakePodStore, StoredPod
 
 OOM_EXIT_CODE = 137
 FAKE_INGRESS_DOMAIN = "ingress.fake.invalid"
@@ -139,35 +143,63 @@ def _status(pod: _FakePod, now: datetime) -> PodStatus:
 
 
 class FakeBackend:
-    """A simulated cluster with the given ``namespaces`` (a pod in another is refused)."""
+    """A simulated cluster with the given ``namespaces`` (a pod in another is refused); its
+    pods kept in ``state_dir`` too when one is given (see the module docstring)."""
 
-    def __init__(self, namespaces: Iterable[str] = ("default",)) -> None:
+    def __init__(
+        self, namespaces: Iterable[str] = ("default",), state_dir: Path | None = None
+    ) -> None:
         self.namespaces = frozenset(namespaces)
         self._pods: dict[str, _FakePod] = {}
         self._deleting: set[str] = set()  # names of pods that take time to go
+        self._store = FakePodStore(state_dir) if state_dir is not None else None
+        if self._store is not None:
+            for stored in self._store.load():
+                outcome, _ = parse_fake_outcome(stored.request.annotations)
+                pod = _FakePod(
+                    stored.request, stored.created_at, outcome, stored.delete_at, stored.uid
+                )
+                self._pods[stored.request.name] = pod
+                if pod.delete_at is not None:
+                    self._deleting.add(stored.request.name)
+
+    def _keep(self, pod: _FakePod) -> None:
+        if self._store is not None:
+            self._store.put(StoredPod(pod.request, pod.created_at, pod.delete_at, pod.uid))
+
+    def _drop(self, name: str) -> None:
+        self._pods.pop(name, None)
+        self._deleting.discard(name)
+        if self._store is not None:
+            self._store.remove(name)
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
 
     def create_pod(self, pod: PodRequest, now: datetime) -> None:
         check_namespace(pod, self.namespaces)
         if pod.name in self._pods:
             raise PodExists(pod.name)
         outcome, _ = parse_fake_outcome(pod.annotations)
-        self._pods[pod.name] = _FakePod(pod, now, outcome)
+        self._pods[pod.name] = made = _FakePod(pod, now, outcome)
+        self._keep(made)
 
     def delete_pod(self, name: str, now: datetime, grace_seconds: float = 0.0) -> None:
         pod = self._pods.get(name)
         if pod is None or pod.delete_at is not None:
             return
         if pod.outcome.deletion_seconds <= 0:
-            del self._pods[name]
+            self._drop(name)
             return
         pod.delete_at = now + timedelta(seconds=pod.outcome.deletion_seconds)
         self._deleting.add(name)
+        self._keep(pod)
 
     def force_delete_pod(self, name: str, now: datetime) -> None:
         """Remove the pod at once, however long its deletion would take (as Kubernetes' delete
         with no grace removes a pod's object)."""
-        self._pods.pop(name, None)
-        self._deleting.discard(name)
+        self._drop(name)
 
     def poll(self, now: datetime) -> list[PodStatus]:
         self._forget_deleted(now)
@@ -223,5 +255,4 @@ class FakeBackend:
 
     def _forget_deleted(self, now: datetime) -> None:
         for name in [n for n in self._deleting if self._pods[n].delete_at <= now]:
-            del self._pods[name]
-            self._deleting.discard(name)
+            self._drop(name)
