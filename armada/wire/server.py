@@ -15,7 +15,8 @@ registered anywhere is served without code here. For each call:
    worker threads of their own and give their connections back, see ``wire.registry``).
 4. A service error becomes the status ``wire.errors`` gives it; the database's own errors
    become UNAVAILABLE; anything else is a bug: logged with its traceback and answered
-   INTERNAL with a message that tells the caller nothing about the inside.
+   INTERNAL with a message that tells the caller nothing about the inside. A client that
+   cancels a stream (even while a message is being written to it) is no bug: a DEBUG line.
 
 Threads: every worker-thread hop (unary calls, authentication, a stream's reads) runs on
 the loop's default executor, which :func:`serve` bounds to ``grpc.workerThreads``. Calls
@@ -188,6 +189,13 @@ class WireServer:
                 if not pump.done():  # shutting down, or the client went away
                     pump.cancel()
                     await asyncio.gather(pump, return_exceptions=True)
+                elif not pump.cancelled():
+                    pump.exception()  # looked at here, whatever happens to this call
+            if context.cancelled():
+                # The client went away, maybe while a message was being written to it: the
+                # write's error is no bug, and there is no one left to answer.
+                log.debug("%s: the client cancelled the stream", op.name)
+                return
             if pump.cancelled():
                 await context.abort(grpc.StatusCode.UNAVAILABLE, SHUTTING_DOWN)
             failure = pump.exception()

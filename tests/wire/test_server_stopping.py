@@ -8,6 +8,8 @@ The server's worker threads use their own database connections, so these tests c
 from __future__ import annotations
 
 import asyncio
+import gc
+import logging
 import signal
 import subprocess
 import sys
@@ -17,7 +19,7 @@ from pathlib import Path
 
 import grpc
 import pytest
-from armada_client.armada import submit_pb2, submit_pb2_grpc
+from armada_client.armada import event_pb2, event_pb2_grpc, submit_pb2, submit_pb2_grpc
 from armada_client.client import ArmadaClient
 from google.protobuf import empty_pb2
 
@@ -116,6 +118,38 @@ def test_stopping_ends_streams_at_once_and_lets_a_unary_call_in_flight_finish(se
     release.set()
     assert pending.result(TIMEOUT).name == "finished"
     stopped.result(TIMEOUT)
+
+
+def test_a_client_cancelling_a_stream_being_written_logs_no_error(serve, admin_user, swap, caplog):
+    """The server is writing (a stream that sends large messages without end) when the client
+    cancels: the failed write is no bug, so nothing is logged at ERROR (a DEBUG line at most)."""
+    closed = threading.Event()
+
+    async def endless(call: Call, request: event_pb2.WatchRequest):
+        try:
+            number = 0
+            while True:
+                number += 1
+                yield event_pb2.EventStreamMessage(id=f"{number}".rjust(100_000, "0"))
+        finally:
+            closed.set()
+
+    swap("api.Event/Watch", endless)
+    server = serve()
+    caplog.set_level(logging.DEBUG)
+    stub = event_pb2_grpc.EventStub(server.channel)
+    request = event_pb2.WatchRequest(queue="q", job_set_id="s")
+    stream = stub.Watch(request, metadata=basic("root", "root-password"), timeout=TIMEOUT)
+    next(stream)
+    stream.cancel()
+    wait_until("the server closes the stream", closed.is_set, timeout=TIMEOUT)
+
+    async def collect() -> None:
+        await asyncio.sleep(0.2)  # let the call's tasks finish on the server's loop
+        gc.collect()  # a task whose error nobody looked at is reported when it is collected
+
+    server.run(collect())
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
 
 
 # --- the process --------------------------------------------------------------------------
