@@ -2,7 +2,10 @@
 
 Both go through the failed-login throttle (``services.login_throttle``) shared with the
 API's Basic auth: a locked-out username or address is refused before its password is
-checked, with a form error saying how long to wait.
+checked, with a form error saying how long to wait, and the page answers 429 (503 while
+password logins are paused) with ``Retry-After`` (:func:`throttled_answer`): Lookout's login
+view, and the admin's through :func:`admin_login`, which ``armada.urls`` routes in front of
+the admin's own.
 """
 
 from __future__ import annotations
@@ -10,8 +13,10 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.contrib import admin
 from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth.forms import AuthenticationForm
+from django.http import HttpRequest, HttpResponse
 
 from armada.services import login_throttle
 
@@ -56,3 +61,21 @@ class LoginForm(ThrottledLoginMixin, AuthenticationForm):
 
 class AdminLoginForm(ThrottledLoginMixin, AdminAuthenticationForm):
     """The admin's login: staff only, as before, with the same throttle."""
+
+
+def throttled_answer(response: HttpResponse, form: Any) -> HttpResponse:
+    """A login page's answer when the throttle refused its form: the refusal's status (429,
+    or 503 while password logins are paused) and ``Retry-After``; any other answer as is."""
+    refusal = getattr(form, "throttled", None)
+    if refusal is not None:
+        response.status_code = refusal.status
+        response["Retry-After"] = str(refusal.wait)
+    return response
+
+
+def admin_login(request: HttpRequest) -> HttpResponse:
+    """The admin's login page (``admin.site.login``, with :class:`AdminLoginForm`), answering
+    a throttled attempt as Lookout's login does instead of with 200."""
+    response = admin.site.login(request)
+    form = (getattr(response, "context_data", None) or {}).get("form")
+    return throttled_answer(response, form)

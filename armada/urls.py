@@ -1,10 +1,13 @@
 from django.contrib import admin
 from django.urls import include, path
 
+from armada.auth_forms import admin_login
 from armada.web import health, metrics_access
 from armada.wire import http_health, swagger
 
 urlpatterns = [
+    # The admin's login answers a throttled attempt with 429 and Retry-After (auth_forms).
+    path("admin/login/", admin_login),
     path("admin/", admin.site.urls),
     path("api/v1/", include("armada.api.urls")),
     # Armada's REST gateway paths (/v1/job/submit, /v1/queue/{name}, ...): armada.wire.gateway.

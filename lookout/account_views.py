@@ -11,7 +11,7 @@ from __future__ import annotations
 from django.contrib.auth import views as auth_views
 from django.http import HttpResponse
 
-from armada.auth_forms import LoginForm
+from armada.auth_forms import LoginForm, throttled_answer
 
 
 class LoginView(auth_views.LoginView):
@@ -21,13 +21,9 @@ class LoginView(auth_views.LoginView):
 
     def form_invalid(self, form: LoginForm) -> HttpResponse:
         response = super().form_invalid(form)
-        refusal = form.throttled
-        if refusal is not None:
-            response.status_code = refusal.status  # 429, or 503 while logins are paused
-            response["Retry-After"] = str(refusal.wait)
-        else:
+        if form.throttled is None:
             response.status_code = 400
-        return response
+        return throttled_answer(response, form)  # 429, or 503 while logins are paused
 
 
 class LogoutView(auth_views.LogoutView):

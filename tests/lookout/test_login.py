@@ -148,8 +148,17 @@ def test_the_admin_login_still_takes_staff_and_refuses_others(client, admin_user
 
 
 def test_the_admin_login_is_throttled_too(client, admin_user, clock):
+    """The same answer as Lookout's login page: 429 with Retry-After and the form saying
+    how long to wait; a wrong password is the admin's usual 200 with the form's error."""
     for _ in range(5):
-        client.post("/admin/login/", {"username": "root", "password": "wrong"})
+        page = client.post("/admin/login/", {"username": "root", "password": "wrong"})
+        assert page.status_code == 200 and "Retry-After" not in page
     page = client.post("/admin/login/", {"username": "root", "password": "root-password"})
-    assert page.status_code == 200 and "Too many failed logins for user" in page.content.decode()
+    assert page.status_code == 429 and page["Retry-After"] == "10"
+    assert "Too many failed logins for user" in page.content.decode()
     assert client.get("/admin/").status_code == 302
+    clock[0] += 10
+    response = client.post(
+        "/admin/login/?next=/admin/", {"username": "root", "password": "root-password"}
+    )
+    assert response.status_code == 302 and response["Location"] == "/admin/"
