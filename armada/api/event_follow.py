@@ -13,6 +13,10 @@ subscription per process, shared by every follower of either kind) and at the la
 safety poll, then reads again from its cursor. Ids become visible in order
 (``services.events``), so reading by cursor neither skips nor repeats an event, however
 early, late, repeated or lost a wake-up is.
+
+With an ``AccessGuard`` (``api.stream_guard``), a follower asks it before each read whether
+its caller may still watch, and waits no longer than until the next check is due: the guard
+raises, and the follower with it, once the credential or the permission has gone.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from asgiref.sync import sync_to_async
 from django.db import connection
 
 from armada.api import wakeups
+from armada.api.stream_guard import AccessGuard
 from armada.models import Event
 from armada.services.dbfaults import read_again_if_lost
 from armada.services.events import events_for_job_set
@@ -75,16 +80,21 @@ async def follow(
     poll_seconds: float,
     live_poll_seconds: float,
     limit: int = BATCH,
+    guard: AccessGuard | None = None,
 ) -> AsyncIterator[Batch[T]]:
     """Every batch after ``after``, in order. Without ``watch`` it ends after the first short
     batch; with it, it waits after each short batch (``poll_seconds`` at most, or
-    ``live_poll_seconds`` while Redis wake-ups are live) and reads again, until closed.
+    ``live_poll_seconds`` while Redis wake-ups are live, and never past ``guard``'s next
+    check) and reads again, until closed. ``guard`` is checked before each read and raises
+    when the caller may no longer watch.
     Close it with ``contextlib.aclosing`` so that its wake-up registration ends with it."""
     load = sync_to_async(read_batch, thread_sensitive=False)
     waiter = await wakeups.register(queue, job_set) if watch else None
     cursor = after
     try:
         while True:
+            if guard is not None:
+                await guard.check()  # no query until a check is due
             if waiter is not None:
                 waiter.clear()  # a wake-up during the read below is kept for the wait
             batch = await load(queue, job_set, cursor, convert, limit)
@@ -94,7 +104,8 @@ async def follow(
                 continue
             if waiter is None:
                 return
-            await waiter.wait(live_poll_seconds if waiter.live else poll_seconds)
+            timeout = live_poll_seconds if waiter.live else poll_seconds
+            await waiter.wait(timeout if guard is None else min(timeout, guard.due_in()))
     finally:
         if waiter is not None:
             waiter.close()

@@ -18,6 +18,11 @@ After its first read, and after each read that sent events and found no more, a 
 a blank line (an SSE comment): the server's word that the client now holds every event committed so far.
 ``armadactl watch --exit-if-inactive`` decides that a job set is finished only at such a
 line, never merely because its read buffer ran dry.
+
+A stream whose credential or permission goes while it is open (``api.stream_guard``: checked
+every ``CHECK_SECONDS``) ends with one last record in the API's error shape, with the status
+the same request would now get: ``{"status": 401|403|404, "message": ..., "errors": []}``
+as a line, or as an SSE ``event: error`` block.
 """
 
 from __future__ import annotations
@@ -32,17 +37,21 @@ from asgiref.sync import sync_to_async
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from rest_framework import exceptions
+from rest_framework.authentication import SessionAuthentication
 from rest_framework.request import Request
 from rest_framework.settings import api_settings
 
 from armada.api.bodies import check_path_values
 from armada.api.event_follow import follow
+from armada.api.stream_guard import AccessGuard
 from armada.api.stream_metrics import subscription
 from armada.core.errors import ValidationFailed
 from armada.models import Event, Queue
 from armada.services.authz import can_on_queue
 from armada.services.dbfaults import DATABASE_ERRORS
+from armada.services.errors import CredentialGone, NotFound, PermissionDenied
 from armada.services.events import event_as_dict
+from armada.services.stream_access import Credential, credential_of
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +61,12 @@ POLL_SECONDS = 0.25
 # second for nothing.
 POLL_SECONDS_WITH_WAKEUPS = 5.0
 KEEPALIVE_SECONDS = 15.0
+#: The status of the last record of a stream that its caller may no longer follow.
+ENDING_STATUS: dict[type[Exception], int] = {
+    CredentialGone: 401,
+    PermissionDenied: 403,
+    NotFound: 404,
+}
 
 
 def _as_json(events: Sequence[Event]) -> list[tuple[int, str, str]]:
@@ -59,7 +74,7 @@ def _as_json(events: Sequence[Event]) -> list[tuple[int, str, str]]:
     return [(e.id, e.type, json.dumps(event_as_dict(e), separators=(",", ":"))) for e in events]
 
 
-def _authorize_and_release(request: HttpRequest, queue_name: str) -> JsonResponse | None:
+def _authorize_and_release(request: HttpRequest, queue_name: str) -> JsonResponse | Credential:
     try:
         return _authorize(request, queue_name)
     finally:
@@ -70,8 +85,15 @@ def _error(status: int, message: str) -> JsonResponse:
     return JsonResponse({"message": message, "errors": []}, status=status)
 
 
-def _authorize(request: HttpRequest, queue_name: str) -> JsonResponse | None:
-    """Authenticate like the rest of the API (session, token, basic) and check ``watch``."""
+def _ending(status: int, message: str, sse: bool) -> str:
+    """The last record of a stream that must end (see the module docstring)."""
+    body = json.dumps({"status": status, "message": message, "errors": []}, separators=(",", ":"))
+    return f"event: error\ndata: {body}\n\n" if sse else body + "\n"
+
+
+def _authorize(request: HttpRequest, queue_name: str) -> JsonResponse | Credential:
+    """Authenticate like the rest of the API (session, token, basic) and check ``watch``;
+    the caller's credential, to be checked again while the stream is open, or the refusal."""
     drf_request = Request(
         request, authenticators=[a() for a in api_settings.DEFAULT_AUTHENTICATION_CLASSES]
     )
@@ -93,7 +115,10 @@ def _authorize(request: HttpRequest, queue_name: str) -> JsonResponse | None:
             403,
             f"user {user.get_username()!r} may not watch queue {queue_name!r}: needs the 'watch' permission on the queue or the global 'watch_all_events' permission",
         )
-    return None
+    session = isinstance(drf_request.successful_authenticator, SessionAuthentication)
+    return credential_of(
+        user, drf_request.auth, session_key=request.session.session_key if session else None
+    )
 
 
 def _cursor(request: HttpRequest) -> int | None:
@@ -116,12 +141,14 @@ async def job_set_events(request: HttpRequest, queue: str, job_set: str) -> Http
     # Not thread-sensitive: this read runs on the loop's shared executor instead of a thread
     # kept for each open stream, and gives its connection back, as the stream's reads do.
     try:
-        denied = await sync_to_async(_authorize_and_release, thread_sensitive=False)(request, queue)
+        allowed = await sync_to_async(_authorize_and_release, thread_sensitive=False)(
+            request, queue
+        )
     except DATABASE_ERRORS:
         log.warning("event stream refused: the database is unavailable", exc_info=True)
         return _error(503, "the database is unavailable; try again shortly")
-    if denied is not None:
-        return denied
+    if isinstance(allowed, JsonResponse):
+        return allowed
     after = _cursor(request)
     if after is None:
         return _error(400, "invalid request: from: must be a non-negative event id")
@@ -136,6 +163,7 @@ async def job_set_events(request: HttpRequest, queue: str, job_set: str) -> Http
         convert=_as_json,
         poll_seconds=POLL_SECONDS,
         live_poll_seconds=POLL_SECONDS_WITH_WAKEUPS,
+        guard=AccessGuard(allowed, queue),
     )
 
     async def stream() -> AsyncIterator[str]:
@@ -143,18 +171,26 @@ async def job_set_events(request: HttpRequest, queue: str, job_set: str) -> Http
         last_line = time.monotonic()
         # request.user: the caller _authorize let in
         async with subscription(request.user, watch=watch), contextlib.aclosing(batches):
-            async for batch in batches:
-                for event_id, kind, body in batch.items:
-                    yield f"id: {event_id}\nevent: {kind}\ndata: {body}\n\n" if sse else body + "\n"
-                if not (watch and batch.caught_up):
-                    continue
-                if batch.items or first:
-                    yield drained_mark
-                    last_line = time.monotonic()
-                elif time.monotonic() - last_line >= KEEPALIVE_SECONDS:
-                    yield ":\n\n" if sse else "\n"
-                    last_line = time.monotonic()
-                first = False
+            try:
+                async for batch in batches:
+                    for event_id, kind, body in batch.items:
+                        yield (
+                            f"id: {event_id}\nevent: {kind}\ndata: {body}\n\n"
+                            if sse
+                            else body + "\n"
+                        )
+                    if not (watch and batch.caught_up):
+                        continue
+                    if batch.items or first:
+                        yield drained_mark
+                        last_line = time.monotonic()
+                    elif time.monotonic() - last_line >= KEEPALIVE_SECONDS:
+                        yield ":\n\n" if sse else "\n"
+                        last_line = time.monotonic()
+                    first = False
+            except tuple(ENDING_STATUS) as exc:  # the caller may no longer follow it
+                status = next(v for k, v in ENDING_STATUS.items() if isinstance(exc, k))
+                yield _ending(status, str(exc), sse)
 
     response = StreamingHttpResponse(
         stream(), content_type="text/event-stream" if sse else "application/x-ndjson"

@@ -103,6 +103,12 @@ def read_events(response: requests.Response) -> Iterator[dict[str, Any] | None]:
                 raise ApiError(
                     f"the event stream sent a line that is not an object: {line[:120]!r}"
                 )
+            if "type" not in event and isinstance(event.get("status"), int):
+                # The server's last record: the caller may no longer follow this stream
+                # (credential or permission gone), in the API's error shape.
+                raise ApiError(
+                    str(event.get("message") or "the stream ended"), status=event["status"]
+                )
             yield event
         if drained and not buffer:
             yield None

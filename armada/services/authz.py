@@ -82,7 +82,13 @@ def can_on_queue(user: Any, queue: Any, verb: str) -> bool:
     if has_global(user, GLOBAL_FOR_VERB[verb]):
         return True
     username = user.get_username() if authenticated else None  # never a User subject
-    groups = user_groups(user)
+    return queue_grants(queue, username, user_groups(user), verb)
+
+
+def queue_grants(queue: Any, username: str | None, groups: set[str], verb: str) -> bool:
+    """Whether the queue itself lets ``username`` or one of ``groups`` use ``verb``: as an
+    owner (3), or by one of its ``permissions`` (4). ``queue`` needs only ``owners``,
+    ``group_owners`` and ``permissions``; no query."""
     if username in (queue.owners or []) or groups & set(queue.group_owners or []):
         return True
     for grant in queue.permissions or []:

@@ -7,6 +7,7 @@ from armada.core.errors import FieldError, ValidationFailed
 __all__ = [
     "AlreadyExists",
     "Conflict",
+    "CredentialGone",
     "FailedPrecondition",
     "FieldError",
     "NotFound",
@@ -31,6 +32,12 @@ class AlreadyExists(Conflict):
 class FailedPrecondition(Conflict):
     """The thing is not in a state that allows the request, e.g. a policy still in use or a
     job that is not running (409; gRPC FAILED_PRECONDITION)."""
+
+
+class CredentialGone(Exception):
+    """The credential a long-lived call (an event stream) was let in with lets no one in any
+    more: its token was revoked or expired, its user deactivated or deleted, its password
+    changed, its session ended (401; gRPC UNAUTHENTICATED). The message says which."""
 
 
 class PermissionDenied(Exception):

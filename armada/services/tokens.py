@@ -276,6 +276,32 @@ def token_revoke(*, user: Any, token_id: Any, now: datetime) -> ApiToken:
     return token
 
 
+def token_refusal(
+    *,
+    name: str,
+    revoked_at: datetime | None,
+    expires_at: datetime | None,
+    user_active: bool,
+    now: datetime,
+) -> str | None:
+    """Why a token found by its key lets no one in at ``now`` (revoked, then expired, then
+    its user inactive), or None when it still does. Shared by :func:`token_authenticate`
+    and the re-checks of open event streams (``services.stream_access``)."""
+    if revoked_at is not None:
+        return (
+            f"invalid token: token {name!r} was revoked at {revoked_at:%Y-%m-%d %H:%M} UTC; "
+            "create a new one"
+        )
+    if expires_at is not None and expires_at <= now:
+        return (
+            f"invalid token: token {name!r} expired at {expires_at:%Y-%m-%d %H:%M} UTC; "
+            "create a new one"
+        )
+    if not user_active:
+        return "invalid token: its user is inactive"
+    return None
+
+
 def token_authenticate(*, key: str, now: datetime) -> ApiToken:
     """The token of ``key``, with its user loaded; raises TokenRefused saying why not.
 
@@ -291,18 +317,15 @@ def token_authenticate(*, key: str, now: datetime) -> ApiToken:
         raise TokenRefused(
             "invalid token: no such token (mistyped, or its user was deleted)"
         ) from None
-    if token.revoked_at is not None:
-        raise TokenRefused(
-            f"invalid token: token {token.name!r} was revoked at {token.revoked_at:%Y-%m-%d %H:%M} "
-            "UTC; create a new one"
-        )
-    if token.expires_at is not None and token.expires_at <= now:
-        raise TokenRefused(
-            f"invalid token: token {token.name!r} expired at {token.expires_at:%Y-%m-%d %H:%M} "
-            "UTC; create a new one"
-        )
-    if not token.user.is_active:
-        raise TokenRefused("invalid token: its user is inactive")
+    refusal = token_refusal(
+        name=token.name,
+        revoked_at=token.revoked_at,
+        expires_at=token.expires_at,
+        user_active=token.user.is_active,
+        now=now,
+    )
+    if refusal is not None:
+        raise TokenRefused(refusal)
     stale = now - LAST_USED_EVERY
     if token.last_used_at is None or token.last_used_at <= stale:
         ApiToken.objects.filter(pk=token.pk).filter(

@@ -12,6 +12,7 @@ from rest_framework import exceptions as drf_exceptions
 from armada.services.errors import (
     AlreadyExists,
     Conflict,
+    CredentialGone,
     FailedPrecondition,
     NotFound,
     PermissionDenied,
@@ -46,7 +47,7 @@ def wire_error(exc: BaseException) -> WireError | None:
         return WireError(grpc.StatusCode.FAILED_PRECONDITION, 400, str(exc))
     if isinstance(exc, Unavailable):
         return WireError(grpc.StatusCode.UNAVAILABLE, 503, str(exc))
-    if isinstance(exc, Unauthenticated):
+    if isinstance(exc, (Unauthenticated, CredentialGone)):
         return WireError(grpc.StatusCode.UNAUTHENTICATED, 401, str(exc))
     if isinstance(exc, drf_exceptions.Throttled):  # too many failed logins
         return WireError(grpc.StatusCode.RESOURCE_EXHAUSTED, 429, str(exc.detail))

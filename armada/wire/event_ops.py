@@ -14,7 +14,13 @@ As Armada's event server does:
   follows new events until the client goes away.
 
 The stream holds no database connection while it waits, and is woken by the same Redis
-wake-ups as our REST stream (``api.event_follow``).
+wake-ups as our REST stream (``api.event_follow``). While it is open, its caller's
+credential and ``watch`` are checked again every few seconds (``api.stream_guard``): the
+stream ends with UNAUTHENTICATED once the credential lets no one in (a token revoked or
+expired, a user deactivated or deleted, a password changed, a session ended), with
+PERMISSION_DENIED once ``watch`` is gone, and with NOT_FOUND once the queue is deleted;
+the message says which. The gateway's form of the stream ends with grpc-gateway's stream
+error (401, 403 or 404) instead.
 """
 
 from __future__ import annotations
@@ -29,11 +35,13 @@ from django.db import connection
 
 from armada.api import streams
 from armada.api.event_follow import follow
+from armada.api.stream_guard import AccessGuard
 from armada.api.stream_metrics import subscription
 from armada.models import Queue
 from armada.services.authz import require_queue_verb
 from armada.services.errors import NotFound, ValidationFailed
 from armada.services.events import queue_events
+from armada.services.stream_access import credential_of
 from armada.wire.event_messages import event_messages
 from armada.wire.registry import Call, stream
 
@@ -113,6 +121,7 @@ async def _job_set_events(
         convert=event_messages,
         poll_seconds=streams.POLL_SECONDS,
         live_poll_seconds=streams.POLL_SECONDS_WITH_WAKEUPS,
+        guard=AccessGuard(call.credential or credential_of(call.actor), queue),
     )
     async with subscription(call.actor, watch=watch), contextlib.aclosing(batches):
         async for batch in batches:

@@ -37,6 +37,7 @@ from django.urls import path
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions
+from rest_framework.authentication import SessionAuthentication
 from rest_framework.parsers import BaseParser
 from rest_framework.request import Request
 from rest_framework.settings import api_settings
@@ -44,6 +45,7 @@ from rest_framework.settings import api_settings
 from armada.services.anonymous import anonymous_caller
 from armada.services.dbfaults import DATABASE_ERRORS
 from armada.services.errors import PermissionDenied
+from armada.services.stream_access import Credential, credential_of
 from armada.wire.errors import Unauthenticated, gateway_error_json
 from armada.wire.gojson import go_dumps
 from armada.wire.http_rules import HttpRule, django_route, http_rules, kwarg_name
@@ -146,6 +148,12 @@ class _Unparsed(BaseParser):
 
 def authenticate(request: HttpRequest, op: Operation | None) -> Any:
     """The caller, as ``/api/v1`` authenticates them (see the module docstring)."""
+    return caller(request, op)[0]
+
+
+def caller(request: HttpRequest, op: Operation | None) -> tuple[Any, Credential]:
+    """:func:`authenticate`'s caller with the credential they came with, which a stream
+    checks again while it is open (``api.stream_guard``)."""
     drf_request = Request(
         request,
         parsers=[_Unparsed()],
@@ -156,9 +164,12 @@ def authenticate(request: HttpRequest, op: Operation | None) -> Any:
     except exceptions.PermissionDenied as exc:  # a session without its CSRF token
         raise PermissionDenied(str(exc.detail)) from None
     if user.is_authenticated:
-        return user
+        session = isinstance(drf_request.successful_authenticator, SessionAuthentication)
+        key = request.session.session_key if session else None
+        return user, credential_of(user, drf_request.auth, session_key=key)
     if (op is not None and op.anonymous) or settings.ARMADA.auth.anonymous_auth:
-        return anonymous_caller()  # with auth.anonymousGroups' groups
+        anonymous = anonymous_caller()  # with auth.anonymousGroups' groups
+        return anonymous, credential_of(anonymous)
     raise Unauthenticated(GATEWAY_NO_CREDENTIALS)
 
 
@@ -202,8 +213,9 @@ def _build(rule: HttpRule, op: Operation, request: HttpRequest, kwargs: dict[str
     return message
 
 
-def _call(request: HttpRequest, actor: Any) -> Call:
-    return Call(actor=actor, now=timezone.now(), peer=str(request.META.get("REMOTE_ADDR") or ""))
+def _call(request: HttpRequest, actor: Any, credential: Credential | None = None) -> Call:
+    peer = str(request.META.get("REMOTE_ADDR") or "")
+    return Call(actor=actor, now=timezone.now(), peer=peer, credential=credential)
 
 
 def unary_response(rule: HttpRule, request: HttpRequest, kwargs: dict[str, str]) -> HttpResponse:
@@ -227,8 +239,8 @@ def _prepare_stream(rule: HttpRule, op: Operation, request: HttpRequest, kwargs:
     """Authenticate and build the request on a worker thread; its connection is closed."""
     try:
         _body(request)
-        actor = authenticate(request, op)
-        return _call(request, actor), _build(rule, op, request, kwargs)
+        actor, credential = caller(request, op)
+        return _call(request, actor, credential), _build(rule, op, request, kwargs)
     except DATABASE_ERRORS as exc:
         raise database_unavailable(exc) from exc
     finally:

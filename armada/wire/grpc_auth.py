@@ -26,6 +26,7 @@ from django.db import connection
 from armada.api.auth import basic_credentials, token_credentials
 from armada.services.anonymous import anonymous_caller
 from armada.services.dbfaults import read_again_if_lost
+from armada.services.stream_access import Credential, credential_of
 from armada.wire.errors import Unauthenticated
 
 NO_CREDENTIALS = (
@@ -66,14 +67,25 @@ def authenticate(
     DRF's ``AuthenticationFailed`` (bad credentials) or ``Throttled`` (locked out), which
     ``wire.errors`` maps to UNAUTHENTICATED and RESOURCE_EXHAUSTED, and the database's
     errors when it cannot be used (UNAVAILABLE)."""
+    return caller(metadata, peer, anonymous=anonymous)[0]
+
+
+def caller(
+    metadata: Iterable[tuple[str, Any]] | None, peer: str, *, anonymous: bool = False
+) -> tuple[Any, Credential]:
+    """:func:`authenticate`'s user with the credential they came with, which a stream checks
+    again while it is open (``api.stream_guard``)."""
     header = authorization(metadata)
     try:
         if header is None or not header.strip():
             if anonymous or settings.ARMADA.auth.anonymous_auth:
-                return anonymous_caller()
+                user = anonymous_caller()
+                return user, credential_of(user)
             raise Unauthenticated(NO_CREDENTIALS)
-        found = read_again_if_lost(lambda: _credentials(header, peer), "a caller's credentials")
-        return found[0]
+        user, auth = read_again_if_lost(
+            lambda: _credentials(header, peer), "a caller's credentials"
+        )
+        return user, credential_of(user, auth)
     finally:
         connection.close()  # a worker thread's connection goes back to the pool now
 

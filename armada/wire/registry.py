@@ -64,12 +64,15 @@ class Call:
 
     ``actor`` is a Django user (``AnonymousUser`` only when anonymous access is configured,
     or for an operation registered with ``anonymous=True``);
-    ``now`` is the time the call arrived, timezone-aware; ``peer`` names the client's address.
+    ``now`` is the time the call arrived, timezone-aware; ``peer`` names the client's address;
+    ``credential`` is what the caller was let in with (``services.stream_access.Credential``),
+    for a stream to check again while it is open (None: only the actor is known).
     """
 
     actor: Any
     now: datetime
     peer: str = ""
+    credential: Any = None
 
 
 UnaryFunc = Callable[[Call, Message], Message]

@@ -135,7 +135,7 @@ class WireServer:
         self.server = grpc.aio.server(options=SERVER_OPTIONS)
         self.server.add_generic_rpc_handlers(tuple(self._handlers()))
         self._stopping: asyncio.Future[None] | None = None
-        self._authenticate = sync_to_async(grpc_auth.authenticate, thread_sensitive=False)
+        self._caller = sync_to_async(grpc_auth.caller, thread_sensitive=False)
         self._run_unary = sync_to_async(run_unary, thread_sensitive=False)
 
     # --- building ----------------------------------------------------------------------
@@ -173,7 +173,7 @@ class WireServer:
         async def behaviour(raw: bytes, context: grpc.aio.ServicerContext) -> None:
             now, peer = timezone.now(), context.peer()
             try:
-                actor = await self._authenticate(
+                actor, credential = await self._caller(
                     context.invocation_metadata(), peer, anonymous=op.anonymous
                 )
                 request = decode(op.request_class, raw)
@@ -181,7 +181,7 @@ class WireServer:
             except Exception as exc:  # noqa: BLE001
                 await self._abort(context, op, exc)
                 return
-            call = Call(actor=actor, now=now, peer=peer)
+            call = Call(actor=actor, now=now, peer=peer, credential=credential)
             pump = asyncio.ensure_future(self._pump(op, call, request, context))
             try:
                 await asyncio.wait({pump, self.stopping}, return_when=asyncio.FIRST_COMPLETED)

@@ -259,6 +259,21 @@ def test_watch_rejects_a_line_that_is_not_json(
     assert err.strip() == "Error: the event stream sent a line that is not JSON: b'not json'"
 
 
+def test_watch_ends_with_the_servers_last_record(
+    capsys: pytest.CaptureFixture[str], fake_armada: FakeArmada
+) -> None:
+    """A stream whose token was revoked ends with the API's error record: the watch stops
+    with its message instead of reconnecting."""
+    record = (
+        b'{"status":401,"message":"the stream\'s credential no longer lets you in","errors":[]}\n'
+    )
+    fake_armada.raw_prefix = [record]
+    code, _, err = run(capsys, "--url", fake_armada.url, "watch", "q1", "js1")
+    assert code == 1
+    assert "credential no longer lets you in" in err
+    assert len([r for r in fake_armada.requests if r.path.endswith("/events")]) == 1
+
+
 def test_ctrl_c_during_watch_prints_summary_and_resume_hint(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
