@@ -143,6 +143,15 @@ def build_app(
 
     worker = os.getpid()
 
+    @signals.worker_shutdown.connect(weak=False)
+    def _close_the_backend(**_: object) -> None:
+        """The executor stops: its backend lets go of what it holds (the local backend's
+        leftover cgroups, the kubernetes backend's watches); its pods run on."""
+        for agent in agents:
+            close = getattr(agent.backend, "close", None)
+            if close is not None:
+                close()
+
     @signals.beat_embedded_init.connect(weak=False)
     def _die_with_the_worker(**_: object) -> None:
         """Beat runs in a child process of the worker: it goes when the worker goes, even

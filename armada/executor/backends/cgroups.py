@@ -151,6 +151,22 @@ def _rmdir_tree(cgroup: Path) -> bool:
     return ok
 
 
+def remove_leftovers(setup: _Cgroups, live_pods: set[str]) -> None:
+    """When an executor stops: remove the cgroups of its pods that are gone (every pod
+    cgroup not named in ``live_pods``: a live pod keeps its own, processes and all, since
+    pods outlive their executor), then this executor's directory and the shared ``armada``
+    one if nothing is left in them. Only empty cgroups can be removed, so nothing in use
+    goes; what cannot be removed stays, without a complaint."""
+    for base in {setup.memory, *([setup.cpu] if setup.cpu else [])}:
+        with contextlib.suppress(OSError):
+            for child in base.iterdir():
+                if child.is_dir() and child.name not in live_pods:
+                    _rmdir_tree(child)
+        for empty in (base, base.parent):
+            with contextlib.suppress(OSError):
+                empty.rmdir()
+
+
 def _remove_cgroups(info: Mapping[str, Any]) -> bool:
     """Remove a pod's cgroups; processes still in them are SIGKILLed and False returned (the
     next call finishes the job)."""

@@ -56,6 +56,7 @@ left; until then the pod is listed with ``deleting``. A lost pod is SIGKILLed at
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
@@ -87,6 +88,7 @@ from armada.executor.backends.cgroups import (
     _probe_v2,
     _remove_cgroups,
     _warn_rlimit_once,
+    remove_leftovers,
 )
 from armada.executor.backends.local_deletion import LocalDeletion
 from armada.executor.backends.local_plan import (
@@ -169,6 +171,17 @@ class LocalBackend(LocalDeletion):
         if setup is None:
             return []
         return sorted({setup.memory, *([setup.cpu] if setup.cpu else [])})
+
+    def close(self) -> None:
+        """The executor stops: the cgroups of pods already gone are removed, with this
+        executor's cgroup directories when they are left empty (``cgroups.remove_leftovers``;
+        the pods themselves, and their cgroups, outlive the executor)."""
+        if not self._probed or self._cgroups is None:
+            return
+        live = set()
+        with contextlib.suppress(OSError):
+            live = {p.name for p in self._pods.iterdir() if not p.name.startswith(".trash")}
+        remove_leftovers(self._cgroups, live)
 
     # --- create ----------------------------------------------------------------------------
 
