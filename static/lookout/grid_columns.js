@@ -86,17 +86,32 @@
       down.disabled = i < 0 || i === shown.length - 1;
     });
   }
-  async function saveChoice(message) {
+  // Saves run one after another (two quick moves must not reload the grid out of order,
+  // or swap its header under a hand already resizing a column); the chooser says it is busy
+  // (aria-busy) until the last one is done.
+  let saving = Promise.resolve();
+  let waiting = 0;
+  function saveChoice(message) {
     const visible = chosenVisible();
-    if (!visible.length) { say("Keep at least one column."); return; }
-    try {
-      say("Saving…");
-      await postColumns({ visible: visible, widths: savedWidths() });
-      await reloadGrid();
-      say(message || "Saved.");
-    } catch (err) {
-      say(String(err.message || err));
-    }
+    if (!visible.length) { say("Keep at least one column."); return Promise.resolve(); }
+    const form = document.getElementById("chooser-form");
+    waiting += 1;
+    if (form) form.setAttribute("aria-busy", "true");
+    saving = saving.then(async function () {
+      try {
+        say("Saving…");
+        await postColumns({ visible: visible, widths: savedWidths() });
+        await reloadGrid();
+        say(message || "Saved.");
+      } catch (err) {
+        say(String(err.message || err));
+      } finally {
+        waiting -= 1;
+        const now = document.getElementById("chooser-form");
+        if (now && waiting === 0) now.setAttribute("aria-busy", "false");
+      }
+    });
+    return saving;
   }
   function itemLabel(li) { return li.querySelector("label").textContent.trim(); }
   async function moveColumn(button) {

@@ -93,6 +93,8 @@ def test_the_column_choice_is_kept_per_user(
     wanted.append("exit_code")
     expect(page.locator("#grid-head")).to_have_attribute("id", "grid-head")
     wait_until("the order is saved", lambda: header_keys(page) == wanted, timeout=10)
+    # Every save done (the grid reloaded after each): the header stays as it is now.
+    expect(page.locator("#chooser-form")).to_have_attribute("aria-busy", "false", timeout=30_000)
     page.keyboard.press("Escape")
 
     # Resize "Job set" by dragging its edge, and "Queue" with the arrow keys.
