@@ -35,6 +35,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 
 from armada.core.backoff import reason_retry_delay
+from armada.core.config import ArmadaConfig
 from armada.core.ratelimit import TokenBucket
 from armada.core.scheduling import (
     REASON_CORDONED,
@@ -150,7 +151,9 @@ def scheduler_cycle(*, now: datetime, clock: Callable[[], float] = time.monotoni
         return CycleReport(ran=False)
 
 
-def _cycle(config, now: datetime, clock: Callable[[], float]) -> CycleReport:
+def _cycle(config: ArmadaConfig, now: datetime, clock: Callable[[], float]) -> CycleReport:
+    """The cycle's work, under the lease (``scheduler_cycle``); the steps of the module
+    docstring."""
     global _durations_at
     started = time.perf_counter()
     counters_reset_if_due(
