@@ -18,7 +18,8 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -162,3 +163,23 @@ def logging_config(*, log_format: str, level: str) -> dict:
         # the access log on despite --no-access-log.
         config["loggers"]["uvicorn.error"] = {"handlers": ["console"], "propagate": False}
     return config
+
+
+class Seldom:
+    """A warning said at most once every ``every`` seconds (the others are dropped): for a
+    trouble that every request would otherwise log, such as a store that does not answer."""
+
+    def __init__(
+        self,
+        logger: logging.Logger,
+        every: float = 60.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.logger, self.every, self.clock = logger, every, clock
+        self._said_at: float | None = None
+
+    def warning(self, message: str, *args: object) -> None:
+        now = self.clock()
+        if self._said_at is None or now - self._said_at >= self.every:
+            self._said_at = now
+            self.logger.warning(message, *args)

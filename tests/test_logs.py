@@ -210,3 +210,19 @@ def test_a_web_process_logs_json_and_keeps_its_access_log_off(tmp_path):
     assert ("uvicorn.error", "Shutting down") in messages
     assert all(line["process"] == "web" for line in lines)
     assert not [line for line in lines if line["logger"] == "uvicorn.access"]
+
+
+def test_a_seldom_warning_is_said_at_most_once_every_period(caplog):
+    from armada.logs import Seldom
+
+    now = [0.0]
+    seldom = Seldom(logging.getLogger("armada.test.seldom"), every=60.0, clock=lambda: now[0])
+    with caplog.at_level(logging.WARNING, logger="armada.test.seldom"):
+        for t in (0.0, 1.0, 59.9, 60.0, 61.0, 130.0):
+            now[0] = t
+            seldom.warning("trouble at %s", t)
+    assert [r.getMessage() for r in caplog.records] == [
+        "trouble at 0.0",
+        "trouble at 60.0",
+        "trouble at 130.0",
+    ]

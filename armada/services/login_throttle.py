@@ -33,6 +33,8 @@ from django.core.cache import BaseCache, caches
 from django.core.cache.backends.redis import RedisCache
 from redis.exceptions import RedisError
 
+from armada.logs import Seldom
+
 log = logging.getLogger(__name__)
 
 ALIAS = "login-throttle"
@@ -60,15 +62,14 @@ UNAVAILABLE = Refusal(
     status=503,
 )
 _STORE_ERRORS: tuple[type[BaseException], ...] = (RedisError, OSError)
-_complained: list[float] = []  # when the store's trouble was last logged
+_trouble = Seldom(log)
 
 
 def _store_down(exc: BaseException) -> None:
     """Log the store's trouble, at most once a minute."""
-    now = time.monotonic()
-    if not _complained or now - _complained[0] >= 60:
-        _complained[:] = [now]
-        log.warning("login throttle: its store does not answer (%s): refusing password logins", exc)
+    _trouble.warning(
+        "login throttle: its store does not answer (%s): refusing password logins", exc
+    )
 
 
 def wall_clock() -> float:

@@ -13,73 +13,58 @@ degrade this way: it must fail safe; ``services.login_throttle``.)
 
 from __future__ import annotations
 
+import functools
 import logging
-import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
-from django.core.cache.backends.base import DEFAULT_TIMEOUT
 from django.core.cache.backends.redis import RedisCache
 from redis.exceptions import RedisError
 
-log = logging.getLogger(__name__)
+from armada.logs import Seldom
 
-T = TypeVar("T")
-COMPLAIN_EVERY = 60.0
+log = logging.getLogger(__name__)
+_trouble = Seldom(log)
+
+
+def _degrading(name: str, fallback: Callable[..., Any]) -> Callable[..., Any]:
+    """``RedisCache``'s method ``name``, answering ``fallback(*args, **kwargs)`` (what an
+    empty cache would answer) when Redis fails."""
+    method = getattr(RedisCache, name)
+
+    @functools.wraps(method)
+    def degrading(self: RedisCache, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except (RedisError, OSError) as exc:
+            _trouble.warning("the shared cache (Redis) does not answer (%s): going without it", exc)
+            return fallback(*args, **kwargs)
+
+    return degrading
+
+
+def _nothing(*_: Any, **__: Any) -> None:
+    return None
+
+
+def _false(*_: Any, **__: Any) -> bool:
+    return False
+
+
+def _default(key: Any, default: Any = None, version: Any = None) -> Any:
+    return default
 
 
 class ResilientRedisCache(RedisCache):
     """``RedisCache`` whose every call answers as an empty cache would when Redis fails."""
 
-    _complained_at: float | None = None
-
-    def _or(self, call: Callable[[], T], fallback: T) -> T:
-        try:
-            return call()
-        except (RedisError, OSError) as exc:
-            now = time.monotonic()
-            last = ResilientRedisCache._complained_at
-            if last is None or now - last >= COMPLAIN_EVERY:
-                ResilientRedisCache._complained_at = now
-                log.warning("the shared cache (Redis) does not answer (%s): going without it", exc)
-            return fallback
-
-    def add(self, key: Any, value: Any, timeout: Any = DEFAULT_TIMEOUT, version: Any = None):
-        return self._or(
-            lambda: super(ResilientRedisCache, self).add(key, value, timeout, version), False
-        )
-
-    def get(self, key: Any, default: Any = None, version: Any = None):
-        return self._or(
-            lambda: super(ResilientRedisCache, self).get(key, default, version), default
-        )
-
-    def set(self, key: Any, value: Any, timeout: Any = DEFAULT_TIMEOUT, version: Any = None):
-        return self._or(
-            lambda: super(ResilientRedisCache, self).set(key, value, timeout, version), None
-        )
-
-    def touch(self, key: Any, timeout: Any = DEFAULT_TIMEOUT, version: Any = None):
-        return self._or(
-            lambda: super(ResilientRedisCache, self).touch(key, timeout, version), False
-        )
-
-    def delete(self, key: Any, version: Any = None):
-        return self._or(lambda: super(ResilientRedisCache, self).delete(key, version), False)
-
-    def get_many(self, keys: Any, version: Any = None):
-        return self._or(lambda: super(ResilientRedisCache, self).get_many(keys, version), {})
-
-    def has_key(self, key: Any, version: Any = None):
-        return self._or(lambda: super(ResilientRedisCache, self).has_key(key, version), False)
-
-    def set_many(self, data: Any, timeout: Any = DEFAULT_TIMEOUT, version: Any = None):
-        return self._or(
-            lambda: super(ResilientRedisCache, self).set_many(data, timeout, version), list(data)
-        )
-
-    def delete_many(self, keys: Any, version: Any = None):
-        return self._or(lambda: super(ResilientRedisCache, self).delete_many(keys, version), None)
-
-    def clear(self):
-        return self._or(lambda: super(ResilientRedisCache, self).clear(), False)
+    add = _degrading("add", _false)
+    get = _degrading("get", _default)
+    set = _degrading("set", _nothing)
+    touch = _degrading("touch", _false)
+    delete = _degrading("delete", _false)
+    get_many = _degrading("get_many", lambda *_, **__: {})
+    has_key = _degrading("has_key", _false)
+    set_many = _degrading("set_many", lambda data, *_, **__: list(data))
+    delete_many = _degrading("delete_many", _nothing)
+    clear = _degrading("clear", _false)
