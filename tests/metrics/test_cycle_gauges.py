@@ -19,6 +19,15 @@ from armada.services.scheduler import scheduler_cycle
 from tests.metrics.scenario import configure, spec, step, submit
 from tests.metrics.scrape import scrape, series, value
 
+# The labels of queue demo's queued-time series in the default pool.
+DEMO_QUEUED = {
+    "pool": "default",
+    "priorityClass": "armada-default",
+    "queueName": "demo",
+    "queue": "demo",
+    "accounting_role": "primary",
+}
+
 
 def res(cpu: str, memory: str = "1Gi") -> Resources:
     return Resources.parse({"cpu": cpu, "memory": memory})
@@ -112,13 +121,7 @@ def test_queued_and_run_times_of_jobs_of_known_ages(settings, client, queue, own
     scheduler_cycle(now=now)
     values, types = scrape(client)
     assert types["armada_job_queued_seconds"] == "histogram"
-    q = {
-        "pool": "default",
-        "priorityClass": "armada-default",
-        "queueName": "demo",
-        "queue": "demo",
-        "accounting_role": "primary",
-    }
+    q = DEMO_QUEUED
     assert value(values, "armada_job_queued_seconds_count", **q) == 3
     assert value(values, "armada_job_queued_seconds_bucket", le="60.0", **q) == 1
     assert value(values, "armada_job_queued_seconds_bucket", le="600.0", **q) == 1
@@ -157,13 +160,7 @@ def test_duration_gauges_are_reckoned_again_once_the_refresh_interval_has_passed
     settings.ARMADA = settings.ARMADA.model_copy(
         update={"metrics": settings.ARMADA.metrics.model_copy(update={"refresh_interval": 60.0})}
     )
-    q = {
-        "pool": "default",
-        "priorityClass": "armada-default",
-        "queueName": "demo",
-        "queue": "demo",
-        "accounting_role": "primary",
-    }
+    q = DEMO_QUEUED
     start = timezone.now()
     submit(owner, spec("2"))  # never fits: stays queued
     scheduler_cycle(now=start)
