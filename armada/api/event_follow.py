@@ -8,15 +8,17 @@ reads run on the event loop's shared executor (``thread_sensitive=False``), not 
 kept for each open stream. A read that finds its connection dead (the database restarted,
 say) is tried once more on a fresh one.
 
-While watching, a follower waits for the Redis wake-up of its job set (``api.wakeups``: one
-subscription per process, shared by every follower of either kind) and at the latest for the
-safety poll, then reads again from its cursor. Ids become visible in order
-(``services.events``), so reading by cursor neither skips nor repeats an event, however
-early, late, repeated or lost a wake-up is.
+While watching, a follower waits for the wake-up of its job set (``api.wakeups``: one Redis
+subscription and one log sweep per process, shared by every follower of either kind), then
+reads again from its cursor. It reads nothing while it waits: an idle stream costs the
+database nothing. Ids become visible in order (``services.events``), so reading by cursor
+neither skips nor repeats an event, however early, late, repeated or lost a wake-up is.
+Every ``tick`` seconds without a wake-up it yields an empty batch without reading, so that
+its transport can send a keep-alive.
 
-With an ``AccessGuard`` (``api.stream_guard``), a follower asks it before each read whether
-its caller may still watch, and waits no longer than until the next check is due: the guard
-raises, and the follower with it, once the credential or the permission has gone.
+With an ``AccessGuard`` (``api.stream_guard``), a follower joins the process's access sweep
+and asks the guard before each read and after each wait whether the sweep refused it: it
+raises then, once the credential or the permission has gone.
 """
 
 from __future__ import annotations
@@ -77,24 +79,25 @@ async def follow(
     after: int,
     watch: bool,
     convert: Callable[[Sequence[Event]], list[T]],
-    poll_seconds: float,
-    live_poll_seconds: float,
+    tick: float,
     limit: int = BATCH,
     guard: AccessGuard | None = None,
 ) -> AsyncIterator[Batch[T]]:
     """Every batch after ``after``, in order. Without ``watch`` it ends after the first short
-    batch; with it, it waits after each short batch (``poll_seconds`` at most, or
-    ``live_poll_seconds`` while Redis wake-ups are live, and never past ``guard``'s next
-    check) and reads again, until closed. ``guard`` is checked before each read and raises
-    when the caller may no longer watch.
-    Close it with ``contextlib.aclosing`` so that its wake-up registration ends with it."""
+    batch; with it, it waits for a wake-up after each short batch and reads again, until
+    closed, yielding an empty batch (no read) after each ``tick`` seconds without one.
+    ``guard`` raises before a read or after a wait once the caller may no longer watch.
+    Close it with ``contextlib.aclosing`` so that its wake-up and access registrations end
+    with it."""
     load = sync_to_async(read_batch, thread_sensitive=False)
     waiter = await wakeups.register(queue, job_set) if watch else None
+    if guard is not None:
+        guard.open(waiter)
     cursor = after
     try:
         while True:
             if guard is not None:
-                await guard.check()  # no query until a check is due
+                guard.raise_if_refused()
             if waiter is not None:
                 waiter.clear()  # a wake-up during the read below is kept for the wait
             batch = await load(queue, job_set, cursor, convert, limit)
@@ -104,8 +107,12 @@ async def follow(
                 continue
             if waiter is None:
                 return
-            timeout = live_poll_seconds if waiter.live else poll_seconds
-            await waiter.wait(timeout if guard is None else min(timeout, guard.due_in()))
+            while not await waiter.wait(tick):
+                if guard is not None:
+                    guard.raise_if_refused()
+                yield Batch([], cursor, True)
     finally:
         if waiter is not None:
             waiter.close()
+        if guard is not None:
+            guard.close()

@@ -6,10 +6,11 @@
   ``Last-Event-ID`` instead), so a client that reconnects with the last id it saw gets
   neither a gap nor a duplicate (see ``services.events`` for why ids appear in order).
 - ``watch=true`` keeps the response open and follows new events; otherwise the response
-  ends after the events that exist. A watcher reads again when a Redis notification says
-  its job set has new events (``armada.api.wakeups``: one subscription per process), and
-  at the latest every ``POLL_SECONDS`` (the only mechanism without ``REDIS_URL``). A blank line (an SSE comment) is sent every
-  ``KEEPALIVE_SECONDS`` so that proxies keep the connection.
+  ends after the events that exist. A watcher reads again only when its job set has new
+  events: a Redis notification says so at once, the process's sweep of the log within
+  ``wakeups.POLL_SECONDS_WITH_WAKEUPS`` when one was lost, or within ``wakeups.POLL_SECONDS``
+  without ``REDIS_URL`` (``armada.api.wakeups``). A blank line (an SSE comment) is sent
+  every ``KEEPALIVE_SECONDS`` so that proxies keep the connection; it costs no query.
 This is an async view: under ASGI a watcher holds no worker thread while it waits, and it
 holds no database connection either: the reading, waiting and waking are
 ``api.event_follow``'s, shared with Armada's ``GetJobSetEvents``.
@@ -19,8 +20,8 @@ a blank line (an SSE comment): the server's word that the client now holds every
 ``armadactl watch --exit-if-inactive`` decides that a job set is finished only at such a
 line, never merely because its read buffer ran dry.
 
-A stream whose credential or permission goes while it is open (``api.stream_guard``: checked
-every ``CHECK_SECONDS``) ends with one last record in the API's error shape, with the status
+A stream whose credential or permission goes while it is open (``api.stream_guard``: all the
+process's streams checked together every ``CHECK_SECONDS``) ends with one last record in the API's error shape, with the status
 the same request would now get: ``{"status": 401|403|404, "message": ..., "errors": []}``
 as a line, or as an SSE ``event: error`` block.
 """
@@ -55,11 +56,6 @@ from armada.services.stream_access import Credential, credential_of
 
 log = logging.getLogger(__name__)
 
-POLL_SECONDS = 0.25
-# With a live Redis subscription every commit wakes its watchers, so the poll is only a
-# safety net and can be slow: 1,000 watchers polling every 250 ms would be 4,000 reads a
-# second for nothing.
-POLL_SECONDS_WITH_WAKEUPS = 5.0
 KEEPALIVE_SECONDS = 15.0
 #: The status of the last record of a stream that its caller may no longer follow.
 ENDING_STATUS: dict[type[Exception], int] = {
@@ -161,8 +157,7 @@ async def job_set_events(request: HttpRequest, queue: str, job_set: str) -> Http
         after=after,
         watch=watch,
         convert=_as_json,
-        poll_seconds=POLL_SECONDS,
-        live_poll_seconds=POLL_SECONDS_WITH_WAKEUPS,
+        tick=KEEPALIVE_SECONDS,
         guard=AccessGuard(allowed, queue),
     )
 

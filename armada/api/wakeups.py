@@ -1,19 +1,31 @@
-"""One Redis subscription per process (per event loop) that wakes waiting event streams.
+"""One Redis subscription and one log sweep per process (per event loop) that wake waiting
+event streams.
 
-Thousands of watchers share one pub/sub connection: each registers an ``asyncio.Event``
-under its ``queue/jobSet`` key, and the hub's reader task sets the events named by each
-notification (``armada.services.event_notify``). A woken stream reads the log by cursor as
-always, so a notification can be early, late, repeated or lost without an event being
-lost or repeated; the stream's poll timeout is the fallback (and the only mechanism
-without ``REDIS_URL``, or while Redis is unreachable).
+Thousands of watchers share them: each registers an ``asyncio.Event`` under its
+``queue/jobSet`` key and waits on it, reading nothing while it waits. Two things set it:
+
+- the hub's Redis reader, at once, for the job sets each notification names
+  (``armada.services.event_notify``);
+- the hub's **sweep**, one read of the log for the whole process
+  (``services.events.job_sets_with_events_after``): which job sets have events beyond the
+  newest id it saw last time. Every ``POLL_SECONDS_WITH_WAKEUPS`` while the subscription is
+  live (a notification can still be lost: a publish that timed out, say), every
+  ``POLL_SECONDS`` without ``REDIS_URL`` or while Redis is unreachable (then it is the only
+  mechanism). It runs only while some stream waits.
+
+A woken stream reads the log by cursor as always, so a wake-up can be early, late, repeated
+or lost without an event being lost or repeated. An idle stream thus costs the database
+nothing: a thousand idle watchers cost one small read per sweep, not a thousand.
 
 A waiter registered with :func:`register_any` (under the reserved key :data:`ANY`) is woken
-by every notification, whichever job sets it names: Lookout's live grid follows the whole
-log, filtered by the queues its viewer may watch, not one job set.
+by every notification and sweep that finds anything, whichever job sets it names: Lookout's
+live grid follows the whole log, filtered by the queues its viewer may watch, not one job
+set.
 
 The subscription starts with the first watcher and stays for the life of the loop,
 reconnecting with a back-off. After a (re)connect every watcher is woken once, because
-notifications sent while it was down are gone.
+notifications sent while it was down are gone; so is every watcher at a sweep's first read
+(it has no earlier id to compare with).
 
 :func:`stopping` is set when the process is asked to stop (SIGTERM or SIGINT, as uvicorn's
 graceful shutdown handles them), so that long-lived streams end instead of keeping the
@@ -33,13 +45,21 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.db import connection
 
-from armada.services.event_notify import channel_name, decode
+from armada.services.dbfaults import DATABASE_ERRORS, read_again_if_lost
+from armada.services.event_notify import MAX_KEYS, channel_name, decode
+from armada.services.events import job_sets_with_events_after
 
 log = logging.getLogger(__name__)
 
 READY_WAIT_SECONDS = 1.0
+#: The sweep's period without a live subscription: how late a stream may see a commit then.
+POLL_SECONDS = 0.25
+#: The sweep's period while the subscription is live: a safety net for lost notifications.
+POLL_SECONDS_WITH_WAKEUPS = 5.0
 BACKOFF_START, BACKOFF_MAX = 0.2, 5.0
 #: The key of the waiters woken by every notification. A job set's key always holds a
 #: ``/`` (``queue/jobSet``), so this one can never be a job set's.
@@ -50,7 +70,7 @@ class Waiter:
     """One stream's wake-up flag. Clear it before reading the log, then wait: a wake-up
     that arrives while the stream reads is kept for the next wait."""
 
-    def __init__(self, hub: Hub | None, key: str) -> None:
+    def __init__(self, hub: Hub, key: str) -> None:
         self.hub, self.key, self.flag = hub, key, asyncio.Event()
 
     async def wait(self, timeout: float) -> bool:
@@ -74,26 +94,32 @@ class Waiter:
     @property
     def live(self) -> bool:
         """True while the process's Redis subscription is up, so that commits wake us."""
-        return self.hub is not None and self.hub.ready.is_set()
+        return self.hub.url is not None and self.hub.ready.is_set()
 
     def close(self) -> None:
-        if self.hub is not None:
-            self.hub.unregister(self)
+        self.hub.unregister(self)
 
 
 class Hub:
-    def __init__(self, url: str) -> None:
+    """The wake-ups of one event loop: the Redis reader (with ``url``) and the sweep."""
+
+    def __init__(self, url: str | None) -> None:
         self.url = url
-        self.channel = channel_name(url)
+        self.channel = channel_name(url) if url else ""
         self.waiters: dict[str, set[Waiter]] = defaultdict(set)
         self.ready = asyncio.Event()
         self.task: asyncio.Task | None = None
+        self.sweeper: asyncio.Task | None = None
+        self.swept = asyncio.Event()  # set once the sweep knows the newest id
 
     def register(self, key: str) -> Waiter:
         waiter = Waiter(self, key)
         self.waiters[key].add(waiter)
-        if self.task is None or self.task.done():
-            self.task = asyncio.get_running_loop().create_task(self._run())
+        loop = asyncio.get_running_loop()
+        if self.url and (self.task is None or self.task.done()):
+            self.task = loop.create_task(self._run())
+        if self.sweeper is None or self.sweeper.done():
+            self.sweeper = loop.create_task(self._sweep())
         return waiter
 
     def unregister(self, waiter: Waiter) -> None:
@@ -118,6 +144,33 @@ class Hub:
     @property
     def watcher_count(self) -> int:
         return sum(len(g) for g in self.waiters.values())
+
+    async def _sweep(self) -> None:
+        """The process's reads of the log for its waiting streams (the module docstring);
+        ends when no stream waits (``register`` starts it again). Its first read only finds
+        the newest id, and wakes every waiter registered before it was known."""
+        newest: int | None = None
+        while self.waiters:
+            if newest is not None:
+                live = self.ready.is_set()
+                await asyncio.sleep(POLL_SECONDS_WITH_WAKEUPS if live else POLL_SECONDS)
+                if not self.waiters:
+                    break
+            try:
+                top, keys = await sync_to_async(_sweep_read, thread_sensitive=False)(newest)
+            except DATABASE_ERRORS:
+                log.warning("event sweep could not read the log; trying again", exc_info=True)
+                await asyncio.sleep(POLL_SECONDS)
+                continue
+            except Exception:  # noqa: BLE001 - the streams must not lose their sweep
+                log.exception("event sweep failed; trying again")
+                await asyncio.sleep(POLL_SECONDS_WITH_WAKEUPS)
+                continue
+            if newest is None or keys is None or keys:
+                self.wake(None if newest is None else keys)
+            newest = top
+            self.swept.set()
+        self.swept.clear()
 
     async def _run(self) -> None:
         import redis.asyncio as aioredis
@@ -150,14 +203,21 @@ class Hub:
             backoff = min(backoff * 2, BACKOFF_MAX)
 
 
+def _sweep_read(after: int | None) -> tuple[int, list[str] | None]:
+    try:
+        return read_again_if_lost(
+            lambda: job_sets_with_events_after(after, limit=MAX_KEYS), "the event sweep"
+        )
+    finally:
+        connection.close()
+
+
 _hubs: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Hub] = weakref.WeakKeyDictionary()
 
 
-def hub_for_loop() -> Hub | None:
-    """This loop's hub, or None without ``REDIS_URL``."""
-    url = getattr(settings, "REDIS_URL", None)
-    if not url:
-        return None
+def hub_for_loop() -> Hub:
+    """This loop's hub (subscribing to Redis when ``REDIS_URL`` is set)."""
+    url = getattr(settings, "REDIS_URL", None) or None
     loop = asyncio.get_running_loop()
     hub = _hubs.get(loop)
     if hub is None or hub.url != url:
@@ -170,14 +230,16 @@ async def hub_close() -> None:
     stopped for good inside a longer-lived process), whose subscription would otherwise stay
     open on Redis until the process exits."""
     hub = _hubs.pop(asyncio.get_running_loop(), None)
-    if hub is not None and hub.task is not None:
-        hub.task.cancel()
-        await asyncio.gather(hub.task, return_exceptions=True)
+    tasks = [t for t in (hub.task, hub.sweeper) if t is not None] if hub is not None else []
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 async def register(queue: str, job_set: str) -> Waiter:
-    """A waiter for one job set. With Redis, waits (briefly, once per process) for the
-    subscription, so that nothing committed after the stream's first read goes unnoticed."""
+    """A waiter for one job set. Waits (briefly, once per process) for the sweep to know
+    the newest id and, with Redis, for the subscription, so that nothing committed after
+    the stream's first read goes unnoticed."""
     return await _register(f"{queue}/{job_set}")
 
 
@@ -189,13 +251,15 @@ async def register_any() -> Waiter:
 
 async def _register(key: str) -> Waiter:
     hub = hub_for_loop()
-    if hub is None:
-        return Waiter(None, key)
     waiter = hub.register(key)
-    if not hub.ready.is_set():
-        with contextlib.suppress(TimeoutError):  # Redis slow or down: the poll covers it
+    waits = [] if hub.swept.is_set() else [hub.swept.wait()]
+    if hub.url and not hub.ready.is_set():
+        waits.append(hub.ready.wait())
+    if waits:
+        # Redis or the database slow or down: the sweep's first read wakes this waiter
+        with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(READY_WAIT_SECONDS):
-                await hub.ready.wait()
+                await asyncio.gather(*waits)
     return waiter
 
 

@@ -133,3 +133,28 @@ def events_for_job_set(
 
 def events_for_job(*, job_id: str) -> Iterable[Event]:
     return Event.objects.filter(job_id=job_id).order_by("id")
+
+
+def job_sets_with_events_after(after: int | None, *, limit: int) -> tuple[int, list[str] | None]:
+    """What the log holds beyond ``after``: ``(newest id, keys)``, the keys being the
+    ``"queue/jobSet"`` of every job set with an event whose id is greater than ``after``
+    (at most ``limit``; None when there are more, or when ``after`` is None: "any job set").
+
+    Ids become visible in order (the module docstring), so an event not yet visible will
+    have an id greater than the newest returned: asking again from it misses nothing. Two
+    statements in one transaction: the newest id by the primary key, then the range."""
+    with transaction.atomic():
+        newest = Event.objects.order_by("-id").values_list("id", flat=True).first() or 0
+        if after is None:
+            return newest, None
+        if newest <= after:
+            return after, []
+        pairs = list(
+            Event.objects.filter(id__gt=after, id__lte=newest)
+            .order_by()
+            .values_list("queue", "job_set")
+            .distinct()[: limit + 1]
+        )
+    if len(pairs) > limit:
+        return newest, None
+    return newest, [f"{queue}/{job_set}" for queue, job_set in pairs]

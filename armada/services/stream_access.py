@@ -3,8 +3,10 @@ caller may still use the verb (``watch``) on the stream's queue.
 
 A stream is let in once, when it opens (``api.auth``, ``wire.grpc_auth``); it may then stay
 open for hours. :class:`Credential` keeps what it was let in with, and
-:func:`check_stream_access` asks again, in **one query** (the user's row by primary key, with
-a correlated subquery per other fact, each on a primary key or unique index):
+:func:`streams_access_refusals` asks again for many streams at once, in **a fixed number of
+queries** whatever their number (one per kind of fact: the users with their groups and
+global permissions, the personal tokens, the legacy tokens, the sessions, the queues; each
+by primary key or unique index), in one transaction:
 
 - a personal API token: its row still there, not revoked, not expired, its user active
   (``services.tokens.token_refusal``, the same rules and words as when a key is presented);
@@ -23,14 +25,16 @@ PERMISSION_DENIED) or ``NotFound`` (404), each with a message saying what change
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
-from django.db.models import Aggregate, Exists, JSONField, OuterRef, QuerySet, Subquery
+from django.db import transaction
+from django.db.models import Aggregate, Exists, JSONField, OuterRef, Subquery
 
 from armada.models import ApiToken, Queue
 from armada.services.authz import GLOBAL_FOR_VERB, queue_grants
@@ -43,6 +47,7 @@ SESSION_ROWS = (
     "django.contrib.sessions.backends.cached_db",
 )
 RECONNECT = "reconnect with a valid credential (from the last event id you saw)"
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -100,26 +105,36 @@ class _QueueNow:
     permissions: Any
 
 
-def _one_query(credential: Credential, queue: str, codename: str, now: datetime) -> QuerySet:
-    """The single query of a check (see the module docstring)."""
-    queue_row = Queue.objects.filter(name=queue).order_by()
+#: At most this many values in one ``IN (...)`` list.
+CHUNK = 500
 
-    def queue_field(name: str) -> Subquery:
-        return Subquery(queue_row.values(name)[:1], output_field=JSONField())
 
-    facts: dict[str, Any] = {
-        "q_exists": Exists(queue_row),
-        "q_owners": queue_field("owners"),
-        "q_group_owners": queue_field("group_owners"),
-        "q_permissions": queue_field("permissions"),
-    }
-    holds_global = Permission.objects.filter(content_type__app_label="armada", codename=codename)
-    if credential.user_id is None:
-        facts["global"] = Exists(holds_global.filter(group__name__in=credential.anonymous_groups))
-        return Queue.objects.filter(name=queue).annotate(**facts).values(*facts)
-    facts["global"] = Exists(holds_global.filter(user=OuterRef("pk")))
-    facts["global_by_group"] = Exists(holds_global.filter(group__user=OuterRef("pk")))
-    facts["group_names"] = Subquery(
+def _chunked(values: set, read: Callable[[list], Iterable[T]]) -> list[T]:
+    ordered = sorted(values, key=str)
+    return [row for i in range(0, len(ordered), CHUNK) for row in read(ordered[i : i + CHUNK])]
+
+
+@dataclass
+class _Facts:
+    """What the checks of a batch read, each kind in one query (see ``_read_facts``)."""
+
+    users: dict[int, dict[str, Any]]
+    tokens: dict[int, dict[str, Any]]
+    legacy: set[tuple[str, int]]
+    live_sessions: set[str]
+    queues: dict[str, dict[str, Any]]
+    anonymous_holders: set[str]
+
+
+def _read_facts(checks: Collection[tuple[Credential, str]], codename: str, now: datetime) -> _Facts:
+    """One query per kind of fact the batch needs, whatever its size (up to ``CHUNK`` values
+    of a kind per query): the users with what they hold, the personal tokens, the legacy
+    tokens, the live sessions, the queues, and the anonymous groups holding ``codename``."""
+    credentials = {credential for credential, _ in checks}
+    holds = Permission.objects.filter(content_type__app_label="armada", codename=codename)
+    users = get_user_model().objects.order_by()
+    user_columns = ["pk", "is_active", "is_superuser", "username", "password"]
+    group_names = Subquery(
         Group.objects.filter(user=OuterRef("pk"))
         .order_by()
         .values("user")
@@ -127,83 +142,158 @@ def _one_query(credential: Credential, queue: str, codename: str, now: datetime)
         .values("names")[:1],
         output_field=JSONField(),
     )
-    columns = ["is_active", "is_superuser", "username", "password"]
-    if credential.token_id is not None:
-        token = ApiToken.objects.filter(pk=credential.token_id, user=OuterRef("pk")).order_by()
-        facts["t_name"] = Subquery(token.values("name")[:1])
-        facts["t_revoked_at"] = Subquery(token.values("revoked_at")[:1])
-        facts["t_expires_at"] = Subquery(token.values("expires_at")[:1])
-    if credential.legacy_key is not None:
-        from rest_framework.authtoken.models import Token
+    facts = {
+        "global": Exists(holds.filter(user=OuterRef("pk"))),
+        "global_by_group": Exists(holds.filter(group__user=OuterRef("pk"))),
+        "group_names": group_names,
+    }
+    from django.contrib.sessions.models import Session
+    from rest_framework.authtoken.models import Token
 
-        facts["lt_exists"] = Exists(
-            Token.objects.filter(key=credential.legacy_key, user=OuterRef("pk"))
-        )
-    if credential.session_key is not None:
-        from django.contrib.sessions.models import Session
+    def ids(attr: str) -> set:
+        return {getattr(c, attr) for c in credentials if getattr(c, attr) is not None}
 
-        facts["s_live"] = Exists(
-            Session.objects.filter(session_key=credential.session_key, expire_date__gt=now)
-        )
-    users = get_user_model().objects.filter(pk=credential.user_id)
-    return users.annotate(**facts).values(*columns, *facts)
+    return _Facts(
+        users={
+            row["pk"]: row
+            for row in _chunked(
+                ids("user_id"),
+                lambda part: (
+                    users.filter(pk__in=part).annotate(**facts).values(*user_columns, *facts)
+                ),
+            )
+        },
+        tokens={
+            row["pk"]: row
+            for row in _chunked(
+                ids("token_id"),
+                lambda part: ApiToken.objects.filter(pk__in=part).values(
+                    "pk", "user_id", "name", "revoked_at", "expires_at"
+                ),
+            )
+        },
+        legacy=set(
+            _chunked(
+                ids("legacy_key"),
+                lambda part: Token.objects.filter(key__in=part).values_list("key", "user_id"),
+            )
+        ),
+        live_sessions=set(
+            _chunked(
+                ids("session_key"),
+                lambda part: Session.objects.filter(
+                    session_key__in=part, expire_date__gt=now
+                ).values_list("session_key", flat=True),
+            )
+        ),
+        queues={
+            row["name"]: row
+            for row in _chunked(
+                {queue for _, queue in checks},
+                lambda part: Queue.objects.filter(name__in=part).values(
+                    "name", "owners", "group_owners", "permissions"
+                ),
+            )
+        },
+        anonymous_holders=set(
+            _chunked(
+                {g for c in credentials if c.user_id is None for g in c.anonymous_groups},
+                lambda part: holds.filter(group__name__in=part).values_list(
+                    "group__name", flat=True
+                ),
+            )
+        ),
+    )
 
 
-def _credential_refusal(
-    credential: Credential, row: dict[str, Any] | None, now: datetime
-) -> str | None:
+def _credential_refusal(credential: Credential, facts: _Facts, now: datetime) -> str | None:
     """Why the credential lets no one in any more, or None."""
+    row = facts.users.get(credential.user_id)
     if row is None:
         return "its user was deleted"
     if credential.token_id is not None:
-        if row["t_name"] is None:
+        token = facts.tokens.get(credential.token_id)
+        if token is None or token["user_id"] != credential.user_id:
             return "its token was deleted"
         return token_refusal(
-            name=row["t_name"],
-            revoked_at=row["t_revoked_at"],
-            expires_at=row["t_expires_at"],
+            name=token["name"],
+            revoked_at=token["revoked_at"],
+            expires_at=token["expires_at"],
             user_active=row["is_active"],
             now=now,
         )
     if not row["is_active"]:
         return f"user {row['username']!r} was deactivated"
-    if credential.legacy_key is not None and not row["lt_exists"]:
+    if (
+        credential.legacy_key is not None
+        and (credential.legacy_key, credential.user_id) not in facts.legacy
+    ):
         return "its token was deleted"
     if credential.password is not None and row["password"] != credential.password:
         return f"the password of user {row['username']!r} was changed"
-    if credential.session_key is not None and not row["s_live"]:
+    if credential.session_key is not None and credential.session_key not in facts.live_sessions:
         return "its session ended (logged out or expired)"
     return None
+
+
+def _refusal(
+    credential: Credential, queue: str, facts: _Facts, verb: str, codename: str, now: datetime
+) -> Exception | None:
+    """Why the stream of ``credential`` on ``queue`` must end, or None."""
+    if credential.user_id is not None:
+        refusal = _credential_refusal(credential, facts, now)
+        if refusal is not None:
+            return CredentialGone(
+                f"the stream's credential no longer lets you in: {refusal}; {RECONNECT}"
+            )
+    shown = facts.queues.get(queue)
+    if shown is None:
+        return NotFound(f"queue {queue!r} was deleted")
+    if credential.user_id is None:
+        username, superuser = None, False
+        groups = set(credential.anonymous_groups)
+        holds = bool(groups & facts.anonymous_holders)
+    else:
+        row = facts.users[credential.user_id]
+        username, superuser = row["username"], row["is_superuser"]
+        groups = set(row["group_names"] or ())
+        holds = row["global"] or row["global_by_group"]
+    now_queue = _QueueNow(shown["owners"], shown["group_owners"], shown["permissions"])
+    if superuser or holds or queue_grants(now_queue, username, groups, verb):
+        return None
+    return PermissionDenied(
+        f"user {username or 'anonymous'!r} may no longer {verb} queue {queue!r}: needs the "
+        f"{verb!r} permission on the queue or the global {codename!r} permission"
+    )
+
+
+def streams_access_refusals(
+    checks: Collection[tuple[Credential, str]], *, now: datetime, verb: str = "watch"
+) -> dict[tuple[Credential, str], Exception]:
+    """The checks of many open streams at once, each a ``(credential, queue)``: the error
+    that must end each stream whose caller may no longer ``verb`` on its queue (see the
+    module docstring); those that may go on are absent. A fixed number of queries, in one
+    transaction, whatever the number of streams (``_read_facts``)."""
+    if not checks:
+        return {}
+    codename = GLOBAL_FOR_VERB[verb]
+    with transaction.atomic():
+        facts = _read_facts(checks, codename, now)
+    refusals: dict[tuple[Credential, str], Exception] = {}
+    for credential, queue in set(checks):
+        refusal = _refusal(credential, queue, facts, verb, codename, now)
+        if refusal is not None:
+            refusals[(credential, queue)] = refusal
+    return refusals
 
 
 def check_stream_access(
     credential: Credential, queue: str, *, now: datetime, verb: str = "watch"
 ) -> None:
     """Raise unless ``credential`` still lets its caller in and they may still ``verb`` on
-    ``queue`` (see the module docstring); one query."""
-    codename = GLOBAL_FOR_VERB[verb]
-    row = _one_query(credential, queue, codename, now).first()
-    if credential.user_id is not None:
-        refusal = _credential_refusal(credential, row, now)
-        if refusal is not None:
-            raise CredentialGone(
-                f"the stream's credential no longer lets you in: {refusal}; {RECONNECT}"
-            )
-    if row is None or not row["q_exists"]:
-        raise NotFound(f"queue {queue!r} was deleted")
-    if credential.user_id is None:
-        username, groups, superuser = None, set(credential.anonymous_groups), False
-    else:
-        username, groups, superuser = (
-            row["username"],
-            set(row["group_names"] or ()),
-            row["is_superuser"],
-        )
-    shown = _QueueNow(row["q_owners"], row["q_group_owners"], row["q_permissions"])
-    holds = row["global"] or row.get("global_by_group", False)
-    if superuser or holds or queue_grants(shown, username, groups, verb):
-        return
-    raise PermissionDenied(
-        f"user {username or 'anonymous'!r} may no longer {verb} queue {queue!r}: needs the "
-        f"{verb!r} permission on the queue or the global {codename!r} permission"
+    ``queue`` (``streams_access_refusals`` for one stream)."""
+    refusal = streams_access_refusals([(credential, queue)], now=now, verb=verb).get(
+        (credential, queue)
     )
+    if refusal is not None:
+        raise refusal

@@ -33,7 +33,6 @@ from armada_client.armada import event_pb2
 from asgiref.sync import sync_to_async
 from django.db import connection
 
-from armada.api import streams
 from armada.api.event_follow import follow
 from armada.api.stream_guard import AccessGuard
 from armada.api.stream_metrics import subscription
@@ -44,6 +43,10 @@ from armada.services.events import queue_events
 from armada.services.stream_access import credential_of
 from armada.wire.event_messages import event_messages
 from armada.wire.registry import Call, stream
+
+#: How often a waiting stream's follower comes back empty-handed (no read): gRPC sends
+#: nothing then (HTTP/2 keeps the connection), so only the stream's own bookkeeping runs.
+TICK_SECONDS = 60.0
 
 
 @stream("api.Event/GetJobSetEvents")
@@ -112,15 +115,13 @@ async def _job_set_events(
     await sync_to_async(_check_and_release, thread_sensitive=False)(
         call.actor, queue, job_set, error_if_missing
     )
-    # The REST stream's poll intervals, read now so that both kinds of stream keep one set.
     batches = follow(
         queue,
         job_set,
         after=after,
         watch=watch,
         convert=event_messages,
-        poll_seconds=streams.POLL_SECONDS,
-        live_poll_seconds=streams.POLL_SECONDS_WITH_WAKEUPS,
+        tick=TICK_SECONDS,
         guard=AccessGuard(call.credential or credential_of(call.actor), queue),
     )
     async with subscription(call.actor, watch=watch), contextlib.aclosing(batches):

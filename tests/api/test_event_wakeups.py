@@ -14,7 +14,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.test import AsyncClient
 
-from armada.api import streams, wakeups
+from armada.api import wakeups
 from armada.models import Event
 from armada.services.event_notify import channel_name
 from armada.services.submit import job_submit
@@ -61,7 +61,7 @@ class Reader:
 @needs_redis
 def test_a_watcher_is_woken_within_100ms_of_the_commit(queue, owner, monkeypatch):
     # The poll fallback is 30 s here: only the Redis wake-up can deliver in time.
-    monkeypatch.setattr(streams, "POLL_SECONDS", 30.0)
+    monkeypatch.setattr(wakeups, "POLL_SECONDS", 30.0)
     job_submit(actor=owner, data=job_file(), now=T0)
 
     async def scenario() -> list[float]:

@@ -1,5 +1,6 @@
 """Whether an open stream may go on (``services.stream_access``): every way a credential or
-a permission goes, each said in its error, and every check one query."""
+a permission goes, each said in its error, and a batch of checks one query per kind of fact
+however many streams it checks."""
 
 from __future__ import annotations
 
@@ -14,7 +15,12 @@ from rest_framework.authtoken.models import Token
 from armada.services.anonymous import AnonymousCaller
 from armada.services.errors import CredentialGone, NotFound, PermissionDenied
 from armada.services.queues import queue_delete, queue_update
-from armada.services.stream_access import Credential, check_stream_access, credential_of
+from armada.services.stream_access import (
+    Credential,
+    check_stream_access,
+    credential_of,
+    streams_access_refusals,
+)
 from armada.services.tokens import token_create, token_revoke
 from tests.conftest import T0
 
@@ -25,23 +31,47 @@ def check(credential: Credential, queue: str = "demo", now=None) -> None:
     check_stream_access(credential, queue, now=now or timezone.now())
 
 
-def token_of(user, expires_at=None):
-    new = token_create(user=user, name="laptop", expires_at=expires_at, now=timezone.now())
+def token_of(user, expires_at=None, name="laptop"):
+    new = token_create(user=user, name=name, expires_at=expires_at, now=timezone.now())
     return new.token, credential_of(user, new.token)
 
 
-def test_a_valid_credential_passes_with_one_query(
-    queue, owner, admin_user, django_assert_num_queries
+def fact_queries(context) -> list[str]:
+    """The statements that read facts (not the savepoint around them)."""
+    return [q["sql"] for q in context.captured_queries if "SAVEPOINT" not in q["sql"]]
+
+
+def test_valid_credentials_pass_with_one_query_per_kind_of_fact_whatever_their_number(
+    queue, owner, outsider, admin_user, admin_client
 ):
-    token, by_token = token_of(owner)
-    by_password = credential_of(owner)
-    session = SessionStore()
-    session.create()
-    by_session = credential_of(owner, session_key=session.session_key)
-    legacy = credential_of(owner, Token.objects.create(user=owner))
-    for credential in (by_token, by_password, by_session, legacy, credential_of(admin_user)):
-        with django_assert_num_queries(1):
-            check(credential)
+    """Five kinds of credential at once read users, tokens, legacy tokens, sessions and
+    queues once each; forty streams of them (more users, more tokens, more sessions) read
+    no more (the distinct streams here are 21)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def five(user, n):
+        session = SessionStore()
+        session.create()
+        return [
+            token_of(user, name=f"laptop-{n}")[1],
+            credential_of(user),
+            credential_of(user, session_key=session.session_key),
+            credential_of(user, Token.objects.get_or_create(user=user)[0]),
+            credential_of(admin_user),
+        ]
+
+    grant = {"subjects": [{"kind": "User", "name": "otto"}], "verbs": ["watch"]}
+    queue_update(actor=admin_user, name="demo", data={"permissions": [grant]}, now=T0)
+    small = [(c, "demo") for c in five(owner, 0)]
+    many = [(c, "demo") for n in range(1, 5) for user in (owner, outsider) for c in five(user, n)]
+    assert len(set(many)) > 20
+    counts = []
+    for checks in (small, many):
+        with CaptureQueriesContext(connection) as context:
+            assert streams_access_refusals(checks, now=timezone.now()) == {}
+        counts.append(len(fact_queries(context)))
+    assert counts == [5, 5]
 
 
 @pytest.mark.parametrize(
@@ -140,3 +170,27 @@ def test_an_anonymous_caller_keeps_only_what_its_groups_hold(queue, admin_user):
     grant = {"subjects": [{"kind": "Group", "name": "everyone"}], "verbs": ["watch"]}
     queue_update(actor=admin_user, name="demo", data={"permissions": [grant]}, now=T0)
     check(credential)
+
+
+def test_a_batch_refuses_only_the_streams_that_must_end(queue, owner, outsider, admin_user):
+    """In one batch: a revoked token, a user without ``watch`` and a deleted queue are
+    refused, each with its own error; the streams around them go on."""
+    from armada.services.queues import queue_create
+
+    queue_create(actor=admin_user, data={"name": "other", "owners": ["olive"]}, now=T0)
+    revoked, by_revoked = token_of(owner)
+    _, by_token = token_of(owner, name="desktop")
+    token_revoke(user=owner, token_id=revoked.pk, now=timezone.now())
+    checks = [
+        (by_revoked, "demo"),
+        (by_token, "demo"),
+        (by_token, "other"),
+        (credential_of(outsider), "demo"),
+        (credential_of(admin_user), "demo"),
+    ]
+    queue_delete(actor=admin_user, name="other", now=T0)
+    refusals = streams_access_refusals(checks, now=timezone.now())
+    assert set(refusals) == {checks[0], checks[2], checks[3]}
+    assert isinstance(refusals[checks[0]], CredentialGone)
+    assert isinstance(refusals[checks[2]], NotFound)
+    assert isinstance(refusals[checks[3]], PermissionDenied)

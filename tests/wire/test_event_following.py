@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from collections.abc import AsyncIterator
 
 import pytest
@@ -15,7 +14,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import connection
 
-from armada.api import event_follow, streams
+from armada.api import event_follow, wakeups
 from armada.services.submit import job_submit
 from tests.conftest import T0, job, job_file
 from tests.wire.event_streams import (
@@ -58,8 +57,8 @@ def test_watch_follows_events_written_after_the_client_connected(
     if redis and not settings.REDIS_URL:
         pytest.skip("REDIS_URL is not set")
     if redis:  # only a wake-up can deliver within the test's timeout
-        monkeypatch.setattr(streams, "POLL_SECONDS", 60.0)
-        monkeypatch.setattr(streams, "POLL_SECONDS_WITH_WAKEUPS", 60.0)
+        monkeypatch.setattr(wakeups, "POLL_SECONDS", 60.0)
+        monkeypatch.setattr(wakeups, "POLL_SECONDS_WITH_WAKEUPS", 60.0)
     else:
         settings.REDIS_URL = None
     job_submit(actor=owner, data=job_file(), now=T0)
@@ -74,35 +73,39 @@ def test_watch_follows_events_written_after_the_client_connected(
 
 
 def test_no_connection_is_held_between_reads(queue, owner, monkeypatch, settings):
-    """Each read closes its thread's connection before the stream waits; the check before
-    the stream does too."""
+    """Each read closes its thread's connection before the stream waits; so does each of
+    the process's sweeps of the log, which wake the stream (no Redis here)."""
     settings.REDIS_URL = None
-    monkeypatch.setattr(streams, "POLL_SECONDS", 0.05)
+    monkeypatch.setattr(wakeups, "POLL_SECONDS", 0.05)
     held: list[bool] = []
-    original = event_follow.read_batch
+    swept: list[bool] = []
 
-    def read_batch(*args, **kwargs):
-        try:
-            return original(*args, **kwargs)
-        finally:
-            held.append(connection.connection is not None)
+    def recording(module, name: str, into: list[bool]) -> None:
+        original = getattr(module, name)
 
-    monkeypatch.setattr(event_follow, "read_batch", read_batch)
+        def wrapped(*args, **kwargs):
+            try:
+                return original(*args, **kwargs)
+            finally:
+                into.append(connection.connection is not None)
+
+        monkeypatch.setattr(module, name, wrapped)
+
+    recording(event_follow, "read_batch", held)
+    recording(wakeups, "_sweep_read", swept)
     job_submit(actor=owner, data=job_file(), now=T0)
 
     async def scenario() -> None:
         stream = events_of(owner, request(watch=True))
         await collect_some(stream, 2)
-        waiting = asyncio.create_task(anext(stream))  # no event comes: it polls and waits
-        deadline = time.monotonic() + 10.0
-        while len(held) < 5 and time.monotonic() < deadline:
-            await asyncio.sleep(0.05)
-        waiting.cancel()
-        await asyncio.gather(waiting, return_exceptions=True)
+        for _ in range(3):  # each submit: a sweep finds it, the stream reads it
+            await sync_to_async(job_submit)(actor=owner, data=job_file(), now=T0)
+            await collect_some(stream, 2)
         await stream.aclose()
 
     asyncio.run(scenario())
-    assert len(held) >= 5 and not any(held)
+    assert len(held) >= 4 and not any(held)
+    assert len(swept) >= 3 and not any(swept)
 
 
 @pytest.mark.skipif(
@@ -111,7 +114,8 @@ def test_no_connection_is_held_between_reads(queue, owner, monkeypatch, settings
 )
 def test_fifty_waiting_watchers_hold_no_pooled_connection(queue, owner, monkeypatch):
     """Fifty watchers wait on a pool of a few connections: every connection is back in the
-    pool while they wait (holding one each, the ninth would not even get to read)."""
+    pool while they wait (holding one each, the ninth would not even get to read), after
+    their first reads and after the reads a commit woke them for."""
     reads = 0
     original = event_follow.read_batch
 
@@ -127,16 +131,23 @@ def test_fifty_waiting_watchers_hold_no_pooled_connection(queue, owner, monkeypa
     connection.close()  # the test's own connection goes back to the pool too
     pool = connection.pool
 
+    def submit_and_release() -> None:
+        try:
+            job_submit(actor=owner, data=job_file(), now=T0)
+        finally:
+            connection.close()
+
     async def scenario() -> dict[str, int]:
         streams_ = [events_of(owner, request(watch=True)) for _ in range(50)]
         for s in streams_:
             await collect_some(s, 2)
-        # Each asks for its next event: it reads again, finds none and waits.
+        await sync_to_async(submit_and_release)()
+        for s in streams_:  # woken, each reads the new events
+            await collect_some(s, 2)
+        # Each asks for its next event: none comes, so it waits.
         waiting = [asyncio.create_task(anext(s)) for s in streams_]
-        deadline = time.monotonic() + 30.0
-        while reads < 100 and time.monotonic() < deadline:
-            await asyncio.sleep(0.02)
-        assert reads >= 100
+        await asyncio.sleep(0.5)
+        assert reads >= 100 and not any(task.done() for task in waiting)
         stats = pool.get_stats()
         for task in waiting:
             task.cancel()

@@ -18,7 +18,6 @@ import grpc
 import pytest
 from armada_client.armada import event_pb2, event_pb2_grpc
 from asgiref.sync import sync_to_async
-from django.db.backends.utils import CursorWrapper
 from django.test import AsyncClient
 from django.utils import timezone
 
@@ -27,6 +26,7 @@ from armada.services.queues import queue_update
 from armada.services.submit import job_submit
 from armada.services.tokens import token_create, token_revoke
 from tests.conftest import T0, job_file
+from tests.statements import statements_recorded
 from tests.wire.grpc_server import bearer
 
 pytestmark = [
@@ -227,13 +227,13 @@ def test_streams_whose_access_stays_keep_streaming(serve, queue, owner, monkeypa
     """Checks that pass end nothing: after several of them, new events still arrive."""
     monkeypatch.setattr(stream_guard, "CHECK_SECONDS", 0.1)
     checks: list[str] = []
-    real_check = stream_guard.check_stream_access
+    real_check = stream_guard.streams_access_refusals
 
-    def counted(credential, queue_name, *, now):
-        checks.append(queue_name)
-        return real_check(credential, queue_name, now=now)
+    def counted(pairs, *, now):
+        checks.extend(queue_name for _, queue_name in pairs)
+        return real_check(pairs, now=now)
 
-    monkeypatch.setattr(stream_guard, "check_stream_access", counted)
+    monkeypatch.setattr(stream_guard, "streams_access_refusals", counted)
     job_submit(actor=owner, data=job_file(), now=T0)
     _, key = key_of(owner)
     server = serve()
@@ -243,7 +243,7 @@ def test_streams_whose_access_stays_keep_streaming(serve, queue, owner, monkeypa
         await events_then_drained(rest, 2)
         await watch.count(2)
         async with asyncio.timeout(DEADLINE):
-            while len(checks) < 6:  # both streams checked a few times, and passed
+            while len(checks) < 6:  # the streams checked a few times, and passed
                 await asyncio.sleep(0.05)
         await sync_to_async(job_submit)(actor=owner, data=job_file(), now=T0)
         following = [await rest.next() for _ in range(2)]
@@ -263,22 +263,15 @@ def test_an_idle_stream_makes_no_access_query_until_a_check_is_due(
     monkeypatch.setattr(stream_guard, "CHECK_SECONDS", 600.0)
     _, key = key_of(owner)
     statements: list[str] = []
-    real = CursorWrapper._execute_with_wrappers
-
-    def recorded(self, sql, params, many, executor):
-        statements.append(sql)
-        return real(self, sql, params, many, executor)
 
     async def scenario() -> None:
         rest = await open_rest(f"Bearer {key}")
         await events_then_drained(rest, 2)
-        monkeypatch.setattr(CursorWrapper, "_execute_with_wrappers", recorded)
-        try:
+        with statements_recorded(monkeypatch) as recorded:
             # A superuser's submit asks nothing of the user tables either.
             await sync_to_async(job_submit)(actor=admin_user, data=job_file(), now=T0)
             assert [(await rest.next())["type"] for _ in range(2)] == ["submitted", "queued"]
-        finally:
-            monkeypatch.setattr(CursorWrapper, "_execute_with_wrappers", real)
+        statements.extend(recorded)
 
     job_submit(actor=owner, data=job_file(), now=T0)
     asyncio.run(scenario())
