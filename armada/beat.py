@@ -35,9 +35,9 @@ from celery.beat import Scheduler
 log = logging.getLogger(__name__)
 
 LEASE_NAME = "beat"
-LEASE_TTL = timedelta(seconds=5)
-RENEW_SECONDS = 1.0
-RETRY_SECONDS = 1.0
+LEASE_TTL = timedelta(seconds=3)
+RENEW_SECONDS = 0.75
+RETRY_SECONDS = 0.5
 
 
 def _django_ready() -> None:

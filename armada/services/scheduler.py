@@ -124,10 +124,11 @@ def scheduler_state_reset() -> None:
 
 
 def lease_ttl(cycle_period: float) -> timedelta:
-    """The scheduler lease's time to live: 5 s (three cycle periods when they are longer). A
+    """The scheduler lease's time to live: 3 s (three cycle periods when they are longer). A
     holder renews it every fifth of that while its cycle runs (``leader.LeaseKeeper``), so
-    only a dead or stuck holder lets it lapse, and a standby takes over within about that."""
-    return timedelta(seconds=max(5.0, 3 * cycle_period))
+    only a dead or stuck holder lets it lapse, and a standby takes over within about that
+    and one cycle period."""
+    return timedelta(seconds=max(3.0, 3 * cycle_period))
 
 
 def scheduler_cycle(*, now: datetime, clock: Callable[[], float] = time.monotonic) -> CycleReport:

@@ -28,8 +28,8 @@ def expiry() -> object:
     return LeaderLease.objects.get(name=LEADER_NAME).expires_at
 
 
-def test_the_lease_lives_five_seconds_or_three_cycle_periods():
-    assert lease_ttl(1.0) == timedelta(seconds=5)
+def test_the_lease_lives_three_seconds_or_three_cycle_periods():
+    assert lease_ttl(1.0) == timedelta(seconds=3)
     assert lease_ttl(4.0) == timedelta(seconds=12)
 
 
