@@ -41,19 +41,17 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import islice
-from typing import Any
 
 from django.db.models import Max
 from sortedcontainers import SortedKeyList
 
 from armada.core.config import PriorityClass
-from armada.core.quantity import Resources
 from armada.core.scheduling import QueuedJob
-from armada.core.snapshot import NO_FLOATING
 from armada.core.states import EventType, JobState, RunState
 from armada.gctuning import tune_gc
 from armada.models import Event
 from armada.services.bulk import sql_in
+from armada.services.jobdb_own import ActiveRun, OwnLeases
 from armada.services.jobdb_rows import CHUNK, Interner, job_query, moment, read_rows, run_query
 
 log = logging.getLogger(__name__)
@@ -65,26 +63,6 @@ ACTIVE_RUN_STATES = [RunState.LEASED, RunState.PENDING, RunState.RUNNING]
 LIVE_JOB_STATES = [s.value for s in JobState if not s.terminal]
 
 
-@dataclass(slots=True)
-class ActiveRun:
-    """A leased, pending or running run, as the scheduler needs it."""
-
-    id: str
-    job_id: str
-    queue: str
-    pool: str
-    executor: str
-    node: str
-    requests: Resources  # what its node gives it (floating resources apart)
-    priority_class: str
-    gang_id: str
-    stopping: bool  # a stop (preemption or cancellation) was requested
-    # What it holds of the pool's floating resources.
-    floating: Mapping[str, int] = field(default_factory=lambda: NO_FLOATING)
-    # The priority it runs at when placed away from home (``core.away``), else None.
-    scheduled_priority: int | None = None
-
-
 @dataclass
 class SyncReport:
     cold: bool = False
@@ -93,7 +71,7 @@ class SyncReport:
 
 
 @dataclass
-class JobDb:
+class JobDb(OwnLeases):
     """See the module docstring. Not thread-safe: one scheduler process, one cycle at a time."""
 
     classes: Mapping[str, PriorityClass]
@@ -113,6 +91,11 @@ class JobDb:
     # job id -> run id of leases written by this process and applied by ``note_leased``,
     # until a sync reads their ``leased`` events (see the module docstring).
     own_leases: dict[str, str] = field(default_factory=dict)
+    # Jobs of leases planned and applied but perhaps not yet committed (a cycle's writes
+    # behind the next round, ``services.lease_pipeline``), and those of them a sync met an
+    # event of meanwhile: read again by ``settle`` once the write is known.
+    in_flight: set[str] = field(default_factory=set)
+    deferred: set[str] = field(default_factory=set)
     _intern: Interner = field(init=False)
     _due: list[tuple[datetime, str]] = field(default_factory=list)  # heap over ``delayed``
 
@@ -179,6 +162,12 @@ class JobDb:
                 if type_ == EventType.SUCCEEDED:
                     succeeded.add(job_id)
         job_ids.discard("")
+        if self.in_flight:
+            # Their rows may not show the lease yet: read them once it is known (``settle``).
+            held = job_ids & self.in_flight
+            self.deferred |= held
+            job_ids -= held
+            succeeded -= held
         for job_id in seen_own:
             own.pop(job_id, None)
         for job_id in job_ids:
@@ -229,44 +218,6 @@ class JobDb:
             where, params = sql_in("r.job_id", chunk)
             active, active_params = sql_in("r.state", ACTIVE_RUN_STATES)
             self._apply_runs(read_rows(run_query(f"{where} AND {active}"), params + active_params))
-
-    def note_leased(self, runs: Iterable[Mapping[str, Any]]) -> int:
-        """Apply leases this process has just committed: ``runs`` as
-        ``services.scheduler_leases.write_leases`` inserted them (``job_id``, ``id``,
-        ``executor``, ``node``, ``pool``, ``requests``, ``scheduled_priority`` when away).
-        Each job leaves the queue and its run becomes active, exactly as a re-read of the
-        rows would make them, and the next sync skips the lease's own event (the module
-        docstring). A job not queued here is left to the sync. Returns how many were
-        applied."""
-        applied = 0
-        for run in runs:
-            job_id = run["job_id"]
-            job = self.queued.get(job_id)
-            if job is None:
-                waiting = self.delayed.get(job_id)
-                job = waiting[1] if waiting is not None else None
-            if job is None:
-                continue
-            self._forget(job_id)
-            self.runs[job_id] = ActiveRun(
-                id=run["id"],
-                job_id=job_id,
-                queue=job.queue,
-                pool=run["pool"],
-                executor=run["executor"],
-                node=run["node"],
-                # The job's own, read from the same column the run's were copied from (a
-                # change to them would have an event, and the sync would read the job).
-                requests=job.requests,
-                priority_class=job.priority_class,
-                gang_id=job.gang_id,
-                stopping=False,
-                floating=job.floating,
-                scheduled_priority=run.get("scheduled_priority"),
-            )
-            self.own_leases[job_id] = run["id"]
-            applied += 1
-        return applied
 
     def _forget(self, job_id: str) -> None:
         self.runs.pop(job_id, None)
