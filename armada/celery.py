@@ -62,4 +62,13 @@ def _logging(loglevel: int | str | None = None, **_: object) -> None:
         logging.getLogger().setLevel(loglevel)
 
 
+@signals.worker_shutdown.connect
+def _drain_lease_writes(**_: object) -> None:
+    """A stopping scheduler worker finishes the cycle writes it has in flight
+    (``services.lease_pipeline``) before it exits."""
+    from armada.services.lease_pipeline import lease_pipeline_drain
+
+    lease_pipeline_drain()
+
+
 app.autodiscover_tasks(["armada"])

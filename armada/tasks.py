@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from celery import shared_task
+from django.conf import settings
+from django.db import connection
 from django.utils import timezone
 
 from armada.services.event_purge import events_purge
@@ -12,7 +14,8 @@ from armada.services.scheduler import scheduler_cycle
 
 @shared_task(name="armada.scheduler.cycle", ignore_result=True)
 def scheduler_cycle_task() -> dict:
-    report = scheduler_cycle(now=timezone.now())
+    write_behind = settings.ARMADA.scheduling.write_behind and connection.vendor == "postgresql"
+    report = scheduler_cycle(now=timezone.now(), write_behind=write_behind)
     return {
         "ran": report.ran,
         "considered": report.considered,

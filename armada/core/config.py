@@ -105,6 +105,9 @@ class Scheduling(SchedulingLimits):
     maximum_scheduling_rate: float = Field(0.0, alias="maximumSchedulingRate", ge=0.0)
     maximum_scheduling_burst: StrictInt = Field(10000, alias="maximumSchedulingBurst", gt=0)
     fair_share_preemption: StrictBool = Field(True, alias="fairSharePreemption")
+    # A cycle's writes run behind the next cycle's round (``services.lease_pipeline``; on
+    # PostgreSQL only).
+    write_behind: StrictBool = Field(True, alias="writeBehind")
     protected_fraction_of_fair_share: float = Field(
         0.5, alias="protectedFractionOfFairShare", ge=0.0
     )

@@ -13,7 +13,9 @@ Order of a cycle, under the ``scheduler`` leader lease (one cycle at a time):
    rate bucket (``maximumSchedulingRate``) is low;
 4. one transaction claims the jobs still queued, creates their runs and appends the
    ``leased`` events (guarded: a job cancelled meanwhile is left alone;
-   ``services.scheduler_leases``);
+   ``services.scheduler_leases``). Steps 4-6 are ``services.cycle_writes``; with
+   write-behind (``scheduling.writeBehind``, on PostgreSQL) they run on a writer thread
+   while the next cycle syncs and computes its round (``services.lease_pipeline``);
 5. one transaction asks the executors to stop every job the round preempted, each with its
    reason;
 6. the round and the reasons jobs were not leased are recorded (``services.records``), and
@@ -45,9 +47,8 @@ from armada.core.scheduling import (
 from armada.core.snapshot import merge_pool_reasons
 from armada.models import Queue
 from armada.services.counters import counters_reset_if_due
-from armada.services.cycle_metrics import cycle_metrics_write
+from armada.services.cycle_writes import CyclePlan, write_plan
 from armada.services.decisions import DECISIONS_COUNTER, GANG_SKIPPED_COUNTER, failures_decide
-from armada.services.duration_metrics import duration_gauge_rows
 from armada.services.expiry import runs_expire
 from armada.services.job_state_metrics import RESET_NAMES as STATE_COUNTERS
 from armada.services.jobdb import JobDb
@@ -55,21 +56,19 @@ from armada.services.leader import (
     LeaseKeeper,
     LeaseLost,
     leader_acquire,
-    leader_fence,
     process_holder,
 )
-from armada.services.records import records_write
+from armada.services.lease_pipeline import LeasePipeline, lease_pipeline
 from armada.services.retry_cost_metrics import COUNTERS as RETRY_COST_COUNTERS
 from armada.services.round_inputs import avoidance, load_nodes, queue_states_of, running_in_pool
 from armada.services.round_metrics import PoolRound, pool_round
-from armada.services.scheduler_leases import write_leases
+from armada.services.scheduler_leases import plan_runs, planned_run_rows
 from armada.services.scheduler_limits import (
     away_planner,
     queue_buckets,
     queue_buckets_reset,
     round_limits,
 )
-from armada.services.stopping import PREEMPT, runs_request_stops
 
 log = logging.getLogger(__name__)
 
@@ -131,12 +130,20 @@ def lease_ttl(cycle_period: float) -> timedelta:
     return timedelta(seconds=max(3.0, 3 * cycle_period))
 
 
-def scheduler_cycle(*, now: datetime, clock: Callable[[], float] = time.monotonic) -> CycleReport:
+def scheduler_cycle(
+    *,
+    now: datetime,
+    clock: Callable[[], float] = time.monotonic,
+    write_behind: bool = False,
+) -> CycleReport:
     """Run one cycle if this process holds the scheduler lease; see the module docstring.
     ``clock`` (seconds) paces the lease-rate bucket. The lease is renewed while the cycle
     runs, and its leases are written only if it is still ours (``leader.leader_fence``):
     when a standby has taken over meanwhile, nothing is leased and the cycle reports that
-    it did not run."""
+    it did not run. With ``write_behind`` (the cycle task's, per
+    ``scheduling.writeBehind``), the cycle's writes run behind the next cycle's round
+    (``services.lease_pipeline``): the report counts the leases planned, and the cycle's
+    record the leases written."""
     config = settings.ARMADA
     ttl = lease_ttl(config.scheduling.cycle_period)
     if not leader_acquire(name=LEADER_NAME, holder=HOLDER, now=now, ttl=ttl):
@@ -146,13 +153,19 @@ def scheduler_cycle(*, now: datetime, clock: Callable[[], float] = time.monotoni
     )
     try:
         with keeper:
-            return _cycle(config, now, clock)
+            pipeline = lease_pipeline(ttl.total_seconds()) if write_behind else None
+            return _cycle(config, now, clock, pipeline)
     except LeaseLost as exc:
         log.warning("scheduling cycle abandoned: %s", exc)
         return CycleReport(ran=False)
 
 
-def _cycle(config: ArmadaConfig, now: datetime, clock: Callable[[], float]) -> CycleReport:
+def _cycle(
+    config: ArmadaConfig,
+    now: datetime,
+    clock: Callable[[], float],
+    pipeline: LeasePipeline | None = None,
+) -> CycleReport:
     """The cycle's work, under the lease (``scheduler_cycle``); the steps of the module
     docstring."""
     global _durations_at
@@ -256,74 +269,67 @@ def _cycle(config: ArmadaConfig, now: datetime, clock: Callable[[], float]) -> C
     report.unschedulable.update(merge_pool_reasons(pool_reasons))
     for job_id in leased:
         report.unschedulable.pop(job_id, None)
-    new_runs: dict[str, str] = {}
-    lease_runs: list[dict] = []
-    leased_ids = (
-        write_leases(
-            leases,
-            now,
-            new_runs,
-            away,
-            lease_runs,
-            fence=lambda: leader_fence(name=LEADER_NAME, holder=HOLDER),
-        )
-        if leases
-        else []
-    )
-    db.note_leased(lease_runs)  # the next sync need not read these jobs again
-    bucket.take(clock(), len(leased_ids))
-    if buckets is not None and leased_ids:
-        written = set(leased_ids)
-        per_queue: dict[str, int] = defaultdict(int)
-        for _, lease in leases:
-            if lease.job_id in written:
-                per_queue[lease.queue] += 1
-        for name, n in per_queue.items():
-            if name in buckets:
-                buckets[name].take(clock(), n)
-    marked = (
-        runs_request_stops(
-            reasons=preempted,
-            kind=PREEMPT,
-            now=now,
-            preempted_by={
-                job_id: (by, new_runs.get(by, "")) for job_id, by in preempted_for.items()
-            },
-        )
-        if preempted
-        else []
-    )
-    report.preempted = len(marked)
-    report.leased = len(leased_ids)
     durations_due = _durations_due(now, config.metrics.refresh_interval)
-    records_write(
-        started_at=now,
-        duration_ms=int((time.perf_counter() - started) * 1000),
-        considered=report.considered,
-        leased_ids=leased_ids,
-        expired=expired,
-        decided=decided,
-        unschedulable=report.unschedulable,
-    )
-    cycle_metrics_write(
-        duration_ms=int((time.perf_counter() - started) * 1000),
-        leases=leases,
-        leased_ids=leased_ids,
-        preempted=preempted,
-        runs=db.runs,
-        marked_run_ids=marked,
-        reconciliation_ms=reconciled_ms,
-        pool_ms=pool_ms,
-        rounds=rounds,
-        gauges=(
-            duration_gauge_rows(now=now, pools=[p.name for p in scheduling.pools])
-            if durations_due
-            else None
-        ),
-    )
     if durations_due:
         _durations_at = now
+    plan = CyclePlan(
+        now=now,
+        started=started,
+        leases=leases,
+        planned=plan_runs(leases),
+        away=away,
+        preempted=preempted,
+        preempted_for=preempted_for,
+        preempted_runs={j: db.runs[j] for j in preempted if j in db.runs},
+        report=report,
+        reconciled_ms=reconciled_ms,
+        pool_ms=pool_ms,
+        rounds=rounds,
+        durations_pools=[p.name for p in scheduling.pools] if durations_due else None,
+        lease_name=LEADER_NAME,
+        holder=HOLDER,
+    )
+    if pipeline is None:
+        written = write_plan(plan)
+        db.note_leased(written.lease_runs)  # the next sync need not read these jobs again
+        _take_tokens(bucket, buckets, leases, written.leased_ids, clock)
+        report.preempted = len(written.marked)
+        report.leased = len(written.leased_ids)
+        return report
+    # Behind the next round: the previous cycle's write is waited for only now, after this
+    # round was computed; this round's leases are applied at once and written meanwhile.
+    settled = pipeline.settle(db)
+    if settled is None:  # the previous write failed: the job database starts over
+        return CycleReport(ran=False)
+    db.note_leased(planned_run_rows(plan.planned, away))
+    db.note_stopping(preempted)
+    db.in_flight.update(plan.planned, preempted)
+    _take_tokens(bucket, buckets, leases, list(plan.planned), clock)
+    report.leased = len(plan.planned)
+    report.preempted = len(preempted)
+    pipeline.submit(plan)  # from here the writer reads the plan (and the report) alone
     return report
+
+
+def _take_tokens(
+    bucket: TokenBucket,
+    buckets: dict[str, TokenBucket] | None,
+    leases: list[tuple[str, Lease]],
+    leased_ids: list[str],
+    clock: Callable[[], float],
+) -> None:
+    """What the leases used of the lease-rate buckets, the global and each queue's."""
+    bucket.take(clock(), len(leased_ids))
+    if buckets is None or not leased_ids:
+        return
+    written = set(leased_ids)
+    per_queue: dict[str, int] = defaultdict(int)
+    for _, lease in leases:
+        if lease.job_id in written:
+            per_queue[lease.queue] += 1
+    for name, n in per_queue.items():
+        if name in buckets:
+            buckets[name].take(clock(), n)
 
 
 def _durations_due(now: datetime, interval: float) -> bool:

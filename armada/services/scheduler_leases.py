@@ -34,6 +34,36 @@ def pod_name(job_id: str) -> str:
     return f"armada-{job_id}-0"
 
 
+def plan_runs(leases: list[tuple[str, Lease]]) -> dict[str, tuple[str, str, str, str]]:
+    """Each leased job's new run: ``{job: (run id, executor, node, pool)}`` (a job leased in
+    two pools' rounds keeps its first)."""
+    planned: dict[str, tuple[str, str, str, str]] = {}
+    for pool, lease in leases:
+        if lease.job_id not in planned:
+            planned[lease.job_id] = (new_id(), lease.executor, lease.node, pool)
+    return planned
+
+
+def planned_run_rows(
+    planned: Mapping[str, tuple[str, str, str, str]], away: Mapping[str, AwayOption]
+) -> list[dict]:
+    """The planned runs as ``JobDb.note_leased`` takes them, before they are written."""
+    rows = []
+    for job_id, (run_id, executor, node, pool) in planned.items():
+        option = away.get(job_id)
+        rows.append(
+            {
+                "job_id": job_id,
+                "id": run_id,
+                "executor": executor,
+                "node": node,
+                "pool": pool,
+                "scheduled_priority": option.priority if option is not None else None,
+            }
+        )
+    return rows
+
+
 def write_leases(
     leases: list[tuple[str, Lease]],
     now: datetime,
@@ -41,6 +71,7 @@ def write_leases(
     away: Mapping[str, AwayOption] | None = None,
     written: list[dict] | None = None,
     fence: Callable[[], None] | None = None,
+    planned: Mapping[str, tuple[str, str, str, str]] | None = None,
 ) -> list[str]:
     """Create runs and move jobs to leased; only jobs still queued at commit time are leased
     (a job cancelled or changed meanwhile is left alone and seen again at the next sync).
@@ -49,10 +80,9 @@ def write_leases(
     and their pods' extra tolerations. ``written`` is given the run rows inserted once they
     are committed (for ``services.jobdb.JobDb.note_leased``). ``fence`` is called first in
     the transaction (the scheduler's lease check, ``leader.leader_fence``): what it raises
-    leaves everything unwritten."""
-    new_runs: dict[str, tuple[str, str, str, str]] = {}  # job -> (run, executor, node, pool)
-    for pool, lease in leases:
-        new_runs.setdefault(lease.job_id, (new_id(), lease.executor, lease.node, pool))
+    leaves everything unwritten. ``planned`` gives the runs (``plan_runs``) when the caller
+    made them already."""
+    new_runs = plan_runs(leases) if planned is None else planned
     with transaction.atomic():
         if fence is not None:
             fence()

@@ -201,7 +201,13 @@ REFUSED = [
         "scheduling.pools[0].protectedFractionOfFairShare",
         "greater than or equal to 0",
     ),
+    ("write-behind not a boolean", {"writeBehind": "yes"}, "scheduling.writeBehind", "boolean"),
 ]
+
+
+def test_write_behind_is_on_unless_turned_off() -> None:
+    assert parse_config({}).scheduling.write_behind is True
+    assert parse_config({"scheduling": {"writeBehind": False}}).scheduling.write_behind is False
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,5 @@
 """The scheduler's lease while a cycle runs: renewed from a thread of its own on the cycle's
-clock (so a slow cycle never loses it, and a dead holder's lapses within its 5 s), a renewal
+clock (so a slow cycle never loses it, and a dead holder's lapses within its 3 s), a renewal
 that finds the lease taken says so, a cycle whose lease was taken before its write leases
 nothing, and (PostgreSQL, real parallel clients) a standby's claim waits for the holder's
 lease write in progress, so the former holder's leases land before the successor holds it."""
@@ -13,8 +13,7 @@ import pytest
 from django.db import connection, connections
 
 from armada.models import Job, LeaderLease, Run
-from armada.services import scheduler as scheduler_module
-from armada.services import scheduler_leases
+from armada.services import cycle_writes, scheduler_leases
 from armada.services.leader import LeaseKeeper, leader_acquire
 from armada.services.scheduler import HOLDER, LEADER_NAME, lease_ttl, scheduler_cycle
 from armada.services.submit import job_submit
@@ -70,11 +69,11 @@ def test_a_cycle_whose_lease_was_taken_before_its_write_leases_nothing(
         LeaderLease.objects.filter(name=LEADER_NAME).update(holder="elsewhere:1:1")
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(scheduler_module, "write_leases", taken_meanwhile)
+    monkeypatch.setattr(cycle_writes, "write_leases", taken_meanwhile)
     report = scheduler_cycle(now=at(1))
     assert report.ran is False and report.leased == 0
     assert Job.objects.get().state == "queued" and not Run.objects.exists()
-    monkeypatch.setattr(scheduler_module, "write_leases", real)
+    monkeypatch.setattr(cycle_writes, "write_leases", real)
     LeaderLease.objects.filter(name=LEADER_NAME).update(holder=HOLDER)
     assert scheduler_cycle(now=at(2)).leased == 1
     agent.tick(at(2))
