@@ -1,7 +1,7 @@
 """The whole test suite in two pytest processes at once, one per core (``make test``).
 
 The side process runs the tests that start no process of their own (the pure core, the REST
-API, Lookout's pages); the main process runs the rest (end to end, the browser, the
+API, Lookout's pages, the services); the main process runs the rest (end to end, the browser, the
 executors, the races). Each has its own database (the side's is ``DATABASE_URL``'s with
 ``_side`` added, so its test database is another) and its own Redis database, so neither
 sees the other's rows, keys or wake-up channels. The side's report is printed after the
@@ -18,7 +18,7 @@ import subprocess
 import sys
 import tempfile
 
-SIDE = ["tests/core", "tests/api", "tests/lookout"]
+SIDE = ["tests/core", "tests/api", "tests/lookout", "tests/services"]
 
 
 def side_env(env: dict[str, str]) -> dict[str, str]:

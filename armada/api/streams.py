@@ -21,9 +21,10 @@ a blank line (an SSE comment): the server's word that the client now holds every
 line, never merely because its read buffer ran dry.
 
 A stream whose credential or permission goes while it is open (``api.stream_guard``: all the
-process's streams checked together every ``CHECK_SECONDS``) ends with one last record in the API's error shape, with the status
-the same request would now get: ``{"status": 401|403|404, "message": ..., "errors": []}``
-as a line, or as an SSE ``event: error`` block.
+process's streams checked together every ``CHECK_SECONDS``) ends with one last record in
+the API's error shape, with the status the same request would now get:
+``{"status": 401|403|404, "message": ..., "errors": []}`` as a line, or as an SSE
+``event: error`` block.
 """
 
 from __future__ import annotations
