@@ -167,3 +167,16 @@ def _fresh_login_throttle():
     login_throttle_reset()
     yield
     login_throttle_reset()
+
+
+@pytest.fixture
+def _close_stream_thread_connections():
+    """A stream's reads run in the event loop's worker threads; close what they may have
+    left (use it by name, or with ``pytest.mark.usefixtures``)."""
+    import asyncio
+
+    from asgiref.sync import sync_to_async
+    from django.db import connections
+
+    yield
+    asyncio.run(sync_to_async(connections.close_all)())

@@ -89,9 +89,10 @@ def write_plan(plan: CyclePlan) -> Written:
             },
         )
     report = plan.report
+    duration_ms = int((time.perf_counter() - plan.started) * 1000)
     records_write(
         started_at=plan.now,
-        duration_ms=int((time.perf_counter() - plan.started) * 1000),
+        duration_ms=duration_ms,
         considered=report.considered,
         leased_ids=out.leased_ids,
         expired=report.expired,
@@ -99,7 +100,7 @@ def write_plan(plan: CyclePlan) -> Written:
         unschedulable=report.unschedulable,
     )
     cycle_metrics_write(
-        duration_ms=int((time.perf_counter() - plan.started) * 1000),
+        duration_ms=duration_ms,
         leases=plan.leases,
         leased_ids=out.leased_ids,
         preempted=plan.preempted,

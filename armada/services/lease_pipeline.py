@@ -30,6 +30,7 @@ import atexit
 import logging
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import timedelta
 
 from django.db import connection
 
@@ -41,8 +42,6 @@ log = logging.getLogger("armada.services.scheduler")
 
 
 def _write_and_release(plan: CyclePlan, ttl_seconds: float) -> Written:
-    from datetime import timedelta
-
     try:
         keeper = LeaseKeeper(
             name=plan.lease_name,

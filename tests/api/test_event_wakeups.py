@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import json
 import threading
 import time
 
@@ -19,6 +18,7 @@ from armada.models import Event
 from armada.services.event_notify import channel_name
 from armada.services.submit import job_submit
 from tests.conftest import T0, job_file
+from tests.stream_reader import StreamReader
 
 pytestmark = pytest.mark.django_db(transaction=True)
 needs_redis = pytest.mark.skipif(not settings.REDIS_URL, reason="REDIS_URL is not set")
@@ -34,30 +34,6 @@ def _close_stream_thread_connections():
     asyncio.run(sync_to_async(connections.close_all)())
 
 
-class Reader:
-    """Consumes a streamed NDJSON response in a task; each event with its arrival time."""
-
-    def __init__(self, response) -> None:
-        self.lines: asyncio.Queue[tuple[float, dict]] = asyncio.Queue()
-        self.task = asyncio.get_running_loop().create_task(self._run(response))
-
-    async def _run(self, response) -> None:
-        buffer = ""
-        async for chunk in response.streaming_content:
-            buffer += chunk.decode() if isinstance(chunk, bytes) else chunk
-            while "\n" in buffer:
-                line, buffer = buffer.split("\n", 1)
-                if line.strip():
-                    await self.lines.put((time.monotonic(), json.loads(line)))
-
-    async def take(self, count: int, timeout: float = 10.0) -> list[tuple[float, dict]]:
-        return [await asyncio.wait_for(self.lines.get(), timeout) for _ in range(count)]
-
-    async def stop(self) -> None:
-        self.task.cancel()
-        await asyncio.gather(self.task, return_exceptions=True)
-
-
 @needs_redis
 def test_a_watcher_is_woken_within_100ms_of_the_commit(queue, owner, monkeypatch):
     # The poll fallback is 30 s here: only the Redis wake-up can deliver in time.
@@ -65,7 +41,7 @@ def test_a_watcher_is_woken_within_100ms_of_the_commit(queue, owner, monkeypatch
     job_submit(actor=owner, data=job_file(), now=T0)
 
     async def scenario() -> list[float]:
-        reader = Reader(await AsyncClient().get(PATH, headers=OLIVE))
+        reader = StreamReader(await AsyncClient().get(PATH, headers=OLIVE))
         await reader.take(2)  # submitted, queued: the stream now waits
         latencies = []
         for _ in range(5):
@@ -154,7 +130,7 @@ def test_without_redis_the_stream_still_follows_by_polling(queue, owner, setting
     settings.REDIS_URL = None
 
     async def scenario() -> list[str]:
-        reader = Reader(await AsyncClient().get(PATH, headers=OLIVE))
+        reader = StreamReader(await AsyncClient().get(PATH, headers=OLIVE))
         await sync_to_async(job_submit)(actor=owner, data=job_file(), now=T0)
         events = await reader.take(2, timeout=5.0)
         await reader.stop()
@@ -189,7 +165,7 @@ def test_a_stream_resumed_after_a_disconnect_counts_every_event_once(queue, owne
         total = batches * per_batch * 2  # submitted + queued per job
         for attempt in range(50):
             response = await AsyncClient().get(f"{PATH}&from={cursor}", headers=OLIVE)
-            reader = Reader(response)
+            reader = StreamReader(response)
             want = 7 if attempt < 10 else total - len(seen)  # drop after a few, ten times
             try:
                 for _, event in await reader.take(min(want, total - len(seen)), timeout=10.0):

@@ -6,7 +6,6 @@ is made good by the sweep."""
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 
 import pytest
@@ -21,18 +20,14 @@ from armada.services.submit import job_submit
 from armada.services.tokens import token_create
 from tests.conftest import T0, job_file
 from tests.statements import statements_recorded
+from tests.stream_reader import StreamReader
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("_close_stream_thread_connections"),
+]
 STREAMS = 40
 SWEEP = 0.25  # both sweeps' period here, to see several in a short window
-
-
-@pytest.fixture(autouse=True)
-def _close_stream_thread_connections():
-    from django.db import connections
-
-    yield
-    asyncio.run(sync_to_async(connections.close_all)())
 
 
 @pytest.fixture(params=["redis", "polling"])
@@ -49,32 +44,7 @@ def wakeup_kind(request, settings, monkeypatch):
     return request.param
 
 
-class Stream:
-    """An open NDJSON stream, read in a task: its events, and whether the server has said it
-    holds every event so far (a blank line)."""
-
-    def __init__(self, response) -> None:
-        self.events: list[dict] = []
-        self.drained = asyncio.Event()
-        self.task = asyncio.get_running_loop().create_task(self._run(response))
-
-    async def _run(self, response) -> None:
-        buffer = ""
-        async for chunk in response.streaming_content:
-            buffer += chunk.decode() if isinstance(chunk, bytes) else chunk
-            while "\n" in buffer:
-                line, buffer = buffer.split("\n", 1)
-                if line.strip():
-                    self.events.append(json.loads(line))
-                else:
-                    self.drained.set()
-
-    async def stop(self) -> None:
-        self.task.cancel()
-        await asyncio.gather(self.task, return_exceptions=True)
-
-
-async def open_streams(keys: list[str], job_sets: list[str]) -> list[Stream]:
+async def open_streams(keys: list[str], job_sets: list[str]) -> list[StreamReader]:
     client = AsyncClient()
     streams = []
     for i, job_set in enumerate(job_sets):
@@ -83,7 +53,7 @@ async def open_streams(keys: list[str], job_sets: list[str]) -> list[Stream]:
             headers={"Authorization": f"Bearer {keys[i % len(keys)]}"},
         )
         assert response.status_code == 200
-        streams.append(Stream(response))
+        streams.append(StreamReader(response))
     async with asyncio.timeout(30.0):
         for stream in streams:
             await stream.drained.wait()

@@ -4,13 +4,10 @@ event streams leave open in their worker threads."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from asgiref.sync import sync_to_async
-from django.db import connections
 from django.test import Client
 
 from armada.wire.registry import OPERATIONS, Call, Operation, load_operations, method_descriptor
@@ -64,10 +61,3 @@ def serve() -> Iterator[Callable[..., InProcessServer]]:
     yield start
     for server in started:
         server.close()
-
-
-@pytest.fixture
-def _close_stream_thread_connections():
-    """The reads run in the loop's worker threads; close what they may have left."""
-    yield
-    asyncio.run(sync_to_async(connections.close_all)())
