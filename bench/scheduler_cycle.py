@@ -8,7 +8,7 @@ queues straight into the job table (COPY on PostgreSQL), then measures:
 - --cycles further cycles; before each one, the runs leased by the previous cycle finish
   (rows and ``succeeded`` events written as the executors' reports would) and --submit new
   jobs arrive through the submit service, so each sync has real changes to read.
-Before the cycles it measures the raw write limit of the same rows (``raw_write_limit``):
+Before the cycles it measures the raw write limit of the same rows (``cycle_world.raw_write_limit``):
 --raw-leases leases' job updates, run rows and ``leased`` events written with the cycle's own
 statements and nothing else, in a transaction that is rolled back.
 Prints per-cycle time, p50/p95 (over every timed cycle, and over the cycles after the one in
