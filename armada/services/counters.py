@@ -22,21 +22,34 @@ def labels_key(labels: Mapping[str, str]) -> str:
     return ",".join(f"{k}={labels[k]}" for k in sorted(labels))
 
 
-def counters_add(*, name: str, increments: Mapping[tuple[tuple[str, str], ...], int]) -> None:
-    """Add to counter ``name``; ``increments`` maps label tuples ``(("k", "v"), ...)`` to amounts.
+Labels = tuple[tuple[str, str], ...]
 
-    One ``INSERT ... ON CONFLICT DO UPDATE`` (on SQLite one per few hundred label sets): a
-    missing row is created with the amount, an existing one has it added, rows in
-    ``labels_key`` order. A cycle's leases add to thousands of per-node counters, and a
-    statement per label set cost seconds."""
-    amounts: dict[str, tuple[dict[str, str], int]] = {}
-    for label_items, amount in increments.items():
-        if not amount:
-            continue
-        labels = dict(label_items)
-        key = labels_key(labels)
-        _, before = amounts.get(key, (labels, 0))
-        amounts[key] = (labels, before + amount)
+
+def counters_add(*, name: str, increments: Mapping[Labels, int]) -> None:
+    """Add to counter ``name``; ``increments`` maps label tuples ``(("k", "v"), ...)`` to
+    amounts (see :func:`counters_add_many`)."""
+    counters_add_many({name: increments})
+
+
+def counters_add_many(increments: Mapping[str, Mapping[Labels, int]]) -> None:
+    """Add to several counters at once: ``increments`` maps a counter's name to its label
+    tuples' amounts. A missing row is created with the amount, an existing one has it added.
+
+    On PostgreSQL the rows that exist are added to by one ``UPDATE`` over arrays, whatever
+    the number of counters and label sets, without their labels (a steady scheduler adds to
+    the same few thousand per-node counters every cycle); only the label sets it did not
+    find are then inserted, with ``INSERT ... ON CONFLICT DO UPDATE`` (a row another
+    transaction created meanwhile is added to). On SQLite, an upsert per few hundred label
+    sets. Callers hold the event-log lock (see the module docstring), so the order in which
+    the rows are locked cannot deadlock two counter writers."""
+    amounts: dict[tuple[str, str], tuple[Labels, int]] = {}
+    for name, per_labels in increments.items():
+        for label_items, amount in per_labels.items():
+            if not amount:
+                continue
+            key = (name, labels_key(dict(label_items)))
+            _, before = amounts.get(key, (label_items, 0))
+            amounts[key] = (label_items, before + amount)
     if not amounts:
         return
     table = connection.ops.quote_name(MetricCounter._meta.db_table)
@@ -47,25 +60,37 @@ def counters_add(*, name: str, increments: Mapping[tuple[tuple[str, str], ...], 
     )
     with transaction.atomic(), connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            # One statement, one array per column, whatever the number of label sets.
             cursor.execute(
-                upsert.format(
-                    rows="SELECT %s, k, l::jsonb, v FROM unnest(%s::text[], %s::text[],"
-                    " %s::bigint[]) AS u(k, l, v) ORDER BY k"
-                ),
+                f"UPDATE {table} AS t SET value = t.value + u.v"
+                " FROM unnest(%s::text[], %s::text[], %s::bigint[]) AS u(n, k, v)"
+                " WHERE t.name = u.n AND t.labels_key = u.k RETURNING t.name, t.labels_key",
                 [
-                    name,
-                    [key for key, _ in ordered],
-                    [json.dumps(labels) for _, (labels, _) in ordered],
+                    [name for (name, _), _ in ordered],
+                    [key for (_, key), _ in ordered],
                     [amount for _, (_, amount) in ordered],
                 ],
             )
+            found = set(cursor.fetchall())
+            missing = [item for item in ordered if item[0] not in found]
+            if missing:
+                cursor.execute(
+                    upsert.format(
+                        rows="SELECT n, k, l::jsonb, v FROM unnest(%s::text[], %s::text[],"
+                        " %s::text[], %s::bigint[]) AS u(n, k, l, v) ORDER BY n, k"
+                    ),
+                    [
+                        [name for (name, _), _ in missing],
+                        [key for (_, key), _ in missing],
+                        [json.dumps(dict(labels)) for _, (labels, _) in missing],
+                        [amount for _, (_, amount) in missing],
+                    ],
+                )
             return
         for start in range(0, len(ordered), _UPSERT_BATCH):
             batch = ordered[start : start + _UPSERT_BATCH]
             params: list = []
-            for key, (labels, amount) in batch:
-                params += [name, key, json.dumps(labels), amount]
+            for (name, key), (labels, amount) in batch:
+                params += [name, key, json.dumps(dict(labels)), amount]
             values = ", ".join(["(%s, %s, %s, %s)"] * len(batch))
             cursor.execute(upsert.format(rows=f"VALUES {values}"), params)
 

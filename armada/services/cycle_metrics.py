@@ -43,7 +43,7 @@ from typing import Protocol
 from django.db import transaction
 
 from armada.models import Job
-from armada.services.counters import counters_add
+from armada.services.counters import counters_add_many
 from armada.services.duration_metrics import STORED as DURATION_GAUGES
 from armada.services.events import lock_event_log
 from armada.services.metric_buckets import INF, bucket_label, exponential_buckets
@@ -159,21 +159,22 @@ def cycle_metrics_write(
             stopped[tuple(zip(JOB_LABELS, labels, strict=True))] += 1
     with transaction.atomic():
         lock_event_log()  # counters are written only under it (services.counters)
-        counters_add(
-            name=f"{CYCLE_TIMES}_bucket", increments={(("le", bucket_of(duration_ms)),): 1}
-        )
-        counters_add(name=f"{CYCLE_TIMES}_sum", increments={(): int(duration_ms)})
         pools = dict(pool_ms or {})
+        counts: dict[str, Counter[tuple[tuple[str, str], ...]]] = {
+            SCHEDULED: scheduled,
+            PREEMPTED: stopped,
+            POOL_OUTCOME: Counter(pool_outcomes(list(rounds))),
+            OUTCOME: Counter({(("outcome", "success"),): 1}),
+        }
         for name, ms, labels in (
+            (CYCLE_TIMES, duration_ms, ()),
             (RECONCILIATION_TIMES, reconciliation_ms, ()),
             (SCHEDULING_TIMES, sum(pools.values()), ()),
             *((POOL_TIMES, ms, (("pool", pool),)) for pool, ms in sorted(pools.items())),
         ):
-            counters_add(name=f"{name}_bucket", increments={(*labels, ("le", bucket_of(ms))): 1})
-            counters_add(name=f"{name}_sum", increments={labels: int(ms)})
-        counters_add(name=OUTCOME, increments={(("outcome", "success"),): 1})
-        counters_add(name=SCHEDULED, increments=scheduled)
-        counters_add(name=PREEMPTED, increments=stopped)
-        counters_add(name=POOL_OUTCOME, increments=pool_outcomes(list(rounds)))
+            bucket = counts.setdefault(f"{name}_bucket", Counter())
+            bucket[(*labels, ("le", bucket_of(ms)))] += 1
+            counts.setdefault(f"{name}_sum", Counter())[labels] += int(ms)
+        counters_add_many(counts)  # all of them at once
         rows = {**round_gauge_rows(list(rounds)), **(gauges or {})}
         gauges_replace(names=CYCLE_GAUGE_NAMES if gauges is not None else ROUND_GAUGES, rows=rows)

@@ -34,7 +34,7 @@ from datetime import datetime
 from typing import Protocol
 
 from armada.core.states import EventType, RunState
-from armada.services.counters import counters_add
+from armada.services.counters import counters_add_many
 from armada.services.metric_buckets import bucket_of, exponential_buckets
 
 _P = "armada_scheduler_"
@@ -196,8 +196,7 @@ class Tally:
 
     def write(self) -> None:
         """Under the event-log lock, which the caller's transaction holds already."""
-        for name, increments in sorted(self.counts.items()):
-            counters_add(name=name, increments=increments)
+        counters_add_many(self.counts)
 
 
 class _Changes(Protocol):

@@ -12,7 +12,7 @@ from armada.core.states import EventType, RunState
 from armada.models import Job, Run
 from armada.services import latest_run, retry_cost
 from armada.services.bulk import bulk_update_fields
-from armada.services.counters import counters_add, tally
+from armada.services.counters import counters_add_many, tally
 from armada.services.events import NewEvent, events_append
 from armada.services.job_state_metrics import job_state_changes_count
 
@@ -141,9 +141,9 @@ class Changes:
         bulk_update_fields(list(self.runs.values()), self.run_fields)
         bulk_update_fields(list(self.jobs.values()), self.job_fields)
         events_append(events=self.events)
-        for name, labels in sorted(self.counters.items()):
-            if labels:
-                counters_add(name=name, increments=tally(*labels))
+        counters_add_many(
+            {name: tally(*labels) for name, labels in self.counters.items() if labels}
+        )
         retry_cost.record(self)  # what failed runs and retried attempts cost, and the yield
         job_state_changes_count(self)  # Armada's job state metrics
 

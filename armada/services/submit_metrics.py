@@ -16,7 +16,7 @@ cumulative) and ``_sum``, here in microseconds so that fractions of a millisecon
 
 from __future__ import annotations
 
-from armada.services.counters import counters_add
+from armada.services.counters import counters_add_many
 from armada.services.events import lock_event_log
 from armada.services.metric_buckets import bucket_of, exponential_buckets
 
@@ -34,8 +34,11 @@ def submit_check_count(*, queue: str, seconds: float) -> None:
     milliseconds = max(0.0, seconds) * 1000.0
     lock_event_log()
     labels = (("queue", queue),)
-    counters_add(
-        name=f"{SUBMIT_CHECK_TIMES}_bucket",
-        increments={(*labels, ("le", bucket_of(SUBMIT_CHECK_BUCKETS, milliseconds))): 1},
+    counters_add_many(
+        {
+            f"{SUBMIT_CHECK_TIMES}_bucket": {
+                (*labels, ("le", bucket_of(SUBMIT_CHECK_BUCKETS, milliseconds))): 1
+            },
+            f"{SUBMIT_CHECK_TIMES}_sum": {labels: round(milliseconds * 1000)},
+        }
     )
-    counters_add(name=f"{SUBMIT_CHECK_TIMES}_sum", increments={labels: round(milliseconds * 1000)})
