@@ -35,6 +35,7 @@ import math
 import os
 import statistics
 import sys
+import threading
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -56,6 +57,9 @@ from cycle_world import (  # noqa: E402
 
 STEP_TIMES: dict[str, float] = {}
 WRITES: list[float] = []  # with --write-behind: each cycle's writes, seconds, in order
+# with --write-behind --steps: each cycle's writes by step (seconds), and the writer thread's
+# CPU time in them ("cpu"), in order
+WRITE_STEPS: list[dict[str, float]] = []
 
 
 def time_writes() -> None:
@@ -65,11 +69,13 @@ def time_writes() -> None:
     inner = lease_pipeline.write_plan
 
     def timed(plan):
-        start = time.perf_counter()
+        WRITE_STEPS.append({})
+        start, cpu = time.perf_counter(), time.thread_time()
         try:
             return inner(plan)
         finally:
             WRITES.append(time.perf_counter() - start)
+            WRITE_STEPS[-1]["cpu"] = time.thread_time() - cpu
 
     lease_pipeline.write_plan = timed
 
@@ -77,7 +83,7 @@ def time_writes() -> None:
 def time_steps() -> None:
     """Time the cycle's steps (cumulative seconds by name in ``STEP_TIMES``) by wrapping the
     functions ``services.scheduler`` and ``services.scheduler_leases`` call."""
-    from armada.services import cycle_writes, jobdb, scheduler, scheduler_leases
+    from armada.services import cycle_metrics, cycle_writes, jobdb, scheduler, scheduler_leases
 
     def wrap(module, name: str, label: str) -> None:
         inner = getattr(module, name)
@@ -89,7 +95,10 @@ def time_steps() -> None:
                 return inner(*args, **kwargs)
             finally:
                 took = time.perf_counter() - start
-                STEP_TIMES[label] = STEP_TIMES.get(label, 0.0) + took
+                into = STEP_TIMES
+                if WRITE_STEPS and threading.current_thread() is not threading.main_thread():
+                    into = WRITE_STEPS[-1]  # the writer thread's, with --write-behind
+                into[label] = into.get(label, 0.0) + took
 
         setattr(module, name, timed)
 
@@ -124,6 +133,8 @@ def time_steps() -> None:
     gc.callbacks.append(collector)
     for name in ("_claim_queued", "insert_rows", "events_append", "job_state_leases_count"):
         wrap(scheduler_leases, name, f"write_leases: {name}")
+    for name in ("lock_event_log", "counters_add_many", "gauges_replace"):
+        wrap(cycle_metrics, name, f"cycle_metrics_write: {name}")
 
 
 def summary(name: str, times: list[float], leased: list[int], raw) -> str:
@@ -299,6 +310,11 @@ def main() -> None:
                     "  steps (ms): "
                     + ", ".join(f"{k} {v * 1000:.0f}" for k, v in STEP_TIMES.items())
                 )
+                if args.write_behind and c > 0:
+                    print(
+                        "  the previous cycle's writes (ms): "
+                        + ", ".join(f"{k} {v * 1000:.0f}" for k, v in WRITE_STEPS[c - 1].items())
+                    )
             times.append(took)
             leased_each.append(report.leased)
             leased_total += report.leased
