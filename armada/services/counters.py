@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from django.db import IntegrityError, connection, transaction
 
 from armada.models import MetricCounter
+from armada.services.bulk import array_literal
 
 
 def labels_key(labels: Mapping[str, str]) -> str:
@@ -65,9 +66,9 @@ def counters_add_many(increments: Mapping[str, Mapping[Labels, int]]) -> None:
                 " FROM unnest(%s::text[], %s::text[], %s::bigint[]) AS u(n, k, v)"
                 " WHERE t.name = u.n AND t.labels_key = u.k RETURNING t.name, t.labels_key",
                 [
-                    [name for (name, _), _ in ordered],
-                    [key for (_, key), _ in ordered],
-                    [amount for _, (_, amount) in ordered],
+                    array_literal([name for (name, _), _ in ordered]),
+                    array_literal([key for (_, key), _ in ordered]),
+                    array_literal([amount for _, (_, amount) in ordered]),
                 ],
             )
             found = set(cursor.fetchall())
@@ -79,10 +80,10 @@ def counters_add_many(increments: Mapping[str, Mapping[Labels, int]]) -> None:
                         " %s::text[], %s::bigint[]) AS u(n, k, l, v) ORDER BY n, k"
                     ),
                     [
-                        [name for (name, _), _ in missing],
-                        [key for (_, key), _ in missing],
-                        [json.dumps(dict(labels)) for _, (labels, _) in missing],
-                        [amount for _, (_, amount) in missing],
+                        array_literal([name for (name, _), _ in missing]),
+                        array_literal([key for (_, key), _ in missing]),
+                        array_literal([json.dumps(dict(labels)) for _, (labels, _) in missing]),
+                        array_literal([amount for _, (_, amount) in missing]),
                     ],
                 )
             return

@@ -82,6 +82,54 @@ def test_sql_in_matches_exactly_the_values_given():
         assert sorted(r[0] for r in cursor.fetchall()) == ["a", "c"]
 
 
+# Strings that a list sent as one parameter must carry exactly: quotes, backslashes, the
+# array and JSON syntax characters, the word NULL, the empty string, other scripts.
+LIST_STRINGS = [
+    'a"b',
+    "back\\slash",
+    "{x,y}",
+    "NULL",
+    "",
+    "comma, space",
+    "ünï-ç☃",
+    "tab\tnl\n",
+    "'q'",
+]
+
+
+def test_values_table_carries_every_string_exactly():
+    from django.db import connection
+
+    from armada.services.bulk import values_table
+
+    rows = [(v, f"{i}", v[::-1]) for i, v in enumerate(LIST_STRINGS)]
+    cte, params = values_table("v(a, b, c)", rows)
+    with connection.cursor() as cursor:
+        cursor.execute(f"WITH {cte} SELECT a, b, c FROM v", params)
+        assert sorted(cursor.fetchall()) == sorted(rows)
+
+
+@pytest.mark.parametrize("wanted", [LIST_STRINGS, LIST_STRINGS[:1], ["absent"]])
+def test_sql_in_and_the_any_lookup_match_exactly_the_strings_given(wanted):
+    from django.db import connection
+
+    with transaction.atomic():
+        insert_rows(
+            Event,
+            [
+                {"created": at(0), "queue": "q", "job_set": "s", "job_id": j, "type": "queued"}
+                for j in [*LIST_STRINGS, "other"]
+            ],
+        )
+    expected = sorted(v for v in wanted if v in LIST_STRINGS)
+    where, params = sql_in("job_id", wanted)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT job_id FROM {Event._meta.db_table} WHERE {where}", params)
+        assert sorted(r[0] for r in cursor.fetchall()) == expected
+    found = Event.objects.filter(job_id__any=wanted).values_list("job_id", flat=True)
+    assert sorted(found) == expected
+
+
 def test_upsert_inserts_new_rows_and_overwrites_existing_ones(queue, owner):
     from armada.models import SchedulingReason, SchedulingRound
     from armada.services.bulk import upsert_rows
@@ -122,3 +170,11 @@ def test_upsert_inserts_new_rows_and_overwrites_existing_ones(queue, owner):
         b: ("new", second.id, at(2)),
         c: ("third", second.id, at(2)),
     }
+
+
+@pytest.mark.parametrize("value", [None, True, 1.5, b"x"])
+def test_array_literal_refuses_what_it_cannot_spell(value):
+    from armada.services.bulk import array_literal
+
+    with pytest.raises(TypeError):
+        array_literal(["a", value])
