@@ -10,7 +10,7 @@ from __future__ import annotations
 from django.db.models import CharField, Field, ForeignObject
 from django.db.models.lookups import In
 
-from armada.services.bulk import json_texts, text_array_sql
+from armada.services.bulk import sql_in
 
 
 @ForeignObject.register_lookup
@@ -23,7 +23,7 @@ class Any(In):
         values = [v for v in self.rhs if v is not None]
         field = self.lhs.output_field
         target = getattr(field, "target_field", field)
-        if isinstance(target, CharField) and all(isinstance(v, str) for v in values):
-            # Text as one JSON array, split by the server (see ``services.bulk``).
-            return f"{lhs} = ANY({text_array_sql()})", [*lhs_params, json_texts(values)]
+        if isinstance(target, CharField):
+            sql, params = sql_in(lhs, values)  # text as one JSON array (``services.bulk``)
+            return sql, [*lhs_params, *params]
         return f"{lhs} = ANY(%s)", [*lhs_params, values]

@@ -233,10 +233,10 @@ def json_texts(values: Sequence[str]) -> str:
     return json.dumps(list(values))
 
 
-def text_array_sql(placeholder: str = "%s") -> str:
-    """On PostgreSQL, a ``text[]`` made from the JSON array parameter ``placeholder``
-    (:func:`json_texts`), read once before the scan."""
-    return f"ARRAY(SELECT json_array_elements_text({placeholder}::json))"
+def text_array_sql() -> str:
+    """On PostgreSQL, a ``text[]`` made from one JSON array parameter (:func:`json_texts`),
+    read once before the scan."""
+    return "ARRAY(SELECT json_array_elements_text(%s::json))"
 
 
 def array_literal(values: Sequence[str | int]) -> str:
