@@ -70,6 +70,19 @@ class RemoveIndexConcurrently(RemoveIndex):
             schema_editor.add_index(model, index, concurrently=True)
 
 
+def sorts_by_code_point(connection: Any) -> bool:
+    """Whether ``connection``'s database sorts text by code point (collation C, POSIX or
+    C.UTF-8). There an ordinary index answers a prefix as a range (``>= 'ab'`` and
+    ``< 'ac'``), and a ``varchar_pattern_ops`` twin of it is not needed. False off
+    PostgreSQL."""
+    if connection.vendor != "postgresql":
+        return False
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT datcollate FROM pg_database WHERE datname = current_database()")
+        collation = (cursor.fetchone() or [""])[0].lower()
+    return collation in ("c", "posix") or collation.startswith("c.")
+
+
 def create_index_sql(connection: Any, sql: str) -> str:
     """``CREATE INDEX ...`` as ``CREATE INDEX CONCURRENTLY ...`` on PostgreSQL (for a
     migration's raw SQL step; its migration must set ``atomic = False`` too)."""

@@ -13,7 +13,7 @@ from django.db.migrations import AddIndex, RemoveIndex, RunPython, RunSQL
 from django.db.migrations.loader import MigrationLoader
 
 import armada.migrations
-from armada.migration_ops import AddIndexConcurrently, create_index_sql
+from armada.migration_ops import AddIndexConcurrently, create_index_sql, sorts_by_code_point
 
 # Tables that hold data in proportion to the work done: an index built on them in a
 # transaction blocks submissions, scheduling or the event stream while it is built.
@@ -82,3 +82,21 @@ def test_in_a_transaction_it_is_refused_on_postgresql():
         pytest.skip("SQLite builds indexes in the transaction")
     with pytest.raises(NotSupportedError, match="atomic = False"):
         _add_index_sql(atomic=True)
+
+
+@pytest.mark.django_db
+def test_the_primary_keys_pattern_twins_go_where_nothing_needs_them():
+    """Migration 0035: the runs' primary key has no ``varchar_pattern_ops`` twin, and the
+    jobs' keeps one only where text does not sort by code point (Lookout's id prefix filter
+    reads it there; elsewhere a range on the primary key)."""
+    if connection.vendor != "postgresql":
+        pytest.skip("only PostgreSQL makes the twins")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT tablename FROM pg_indexes WHERE tablename IN ('armada_job', 'armada_run')"
+            " AND indexdef LIKE %s",
+            ["%(id varchar_pattern_ops)%"],
+        )
+        twins = {row[0] for row in cursor.fetchall()}
+    expected = set() if sorts_by_code_point(connection) else {"armada_job"}
+    assert twins == expected

@@ -32,6 +32,7 @@ from django.db.models.lookups import Exact
 
 from armada.core.retry import TRAIL_LABELS
 from armada.core.states import JobState
+from armada.migration_ops import sorts_by_code_point
 from armada.models import Job
 from armada.services.authz import watchable_queues
 from armada.web.storable import text_problem
@@ -270,18 +271,11 @@ _codepoint_order: bool | None = None
 
 
 def _sorts_by_code_point() -> bool:
-    """Whether the database sorts text by code point (collation C, POSIX or C.UTF-8: the
+    """``migration_ops.sorts_by_code_point`` of the database (C, POSIX or C.UTF-8: the
     project's databases), read once per process."""
     global _codepoint_order
     if _codepoint_order is None:
-        _codepoint_order = False
-        if connection.vendor == "postgresql":
-            with connection.cursor() as cursor:
-                cursor.execute(
-                    "SELECT datcollate FROM pg_database WHERE datname = current_database()"
-                )
-                collation = (cursor.fetchone() or [""])[0].lower()
-            _codepoint_order = collation in ("c", "posix") or collation.startswith("c.")
+        _codepoint_order = sorts_by_code_point(connection)
     return _codepoint_order
 
 
@@ -314,7 +308,9 @@ def apply_filters(qs: QuerySet[Job], filters: JobFilters) -> QuerySet[Job]:
     """``qs`` narrowed to the jobs ``filters`` match."""
     f = filters
     if f.job_id:
-        qs = qs.filter(id__startswith=f.job_id.lower())
+        # The primary key answers the range (the pattern twin of it is gone where text sorts
+        # by code point, migration 0035).
+        qs = qs.filter(starts_with("id", f.job_id.lower()))
     if f.job_set:
         qs = qs.filter(job_set__startswith=f.job_set)
     if f.job_set_exact:

@@ -191,6 +191,25 @@ def test_a_prefix_matches_exactly_its_values(admin_user, queue, value, prefix, m
     assert found == matches
 
 
+def test_a_job_id_prefix_is_read_from_the_primary_key():
+    """Where text sorts by code point the primary key's pattern twin is gone (migration
+    0035): the id prefix filter must then be a range the primary key answers, not a scan."""
+    from django.db import connection
+
+    from armada.migration_ops import sorts_by_code_point
+    from armada.models import Job
+
+    if not sorts_by_code_point(connection):
+        pytest.skip("the pattern twin answers the prefix here")
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+    plan = apply_filters(Job.objects.all(), JobFilters(job_id="01AB")).explain()
+    assert "armada_job_pkey" in plan, plan
+    assert "Index Cond: (((id)::text >= '01ab'::text) AND ((id)::text < '01ac'::text))" in plan, (
+        plan
+    )
+
+
 @pytest.mark.parametrize("label", ["not_retried", "gang_skipped", "retry_unschedulable"])
 def test_every_decision_a_trail_records_can_be_filtered_on(client, table, label):
     """The decisions a run's trail records besides the engine's own (a failure not decided by
