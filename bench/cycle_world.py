@@ -116,10 +116,10 @@ def insert_jobs(rows) -> None:
 
 
 def raw_write_limit(n: int, now: datetime, *, explain: bool = False) -> tuple[int, float, dict]:
-    """Write ``n`` leases' rows as the cycle does and nothing else: the claiming ``UPDATE``
-    of the job rows (``scheduler_leases._claim_queued``, the very statement), the runs and
-    the ``leased`` events by COPY (``bulk.insert_rows``), then the deferred foreign-key
-    checks (``SET CONSTRAINTS ALL IMMEDIATE``, which a commit would run); in a transaction
+    """Write ``n`` leases' rows and nothing else: the claiming ``UPDATE`` of the job rows
+    (``scheduler_leases._claim_queued``, the very statement, without the runs' insert that
+    PostgreSQL's cycle adds to it), the runs and the ``leased`` events by COPY
+    (``bulk.insert_rows``), then the deferred foreign-key checks (``SET CONSTRAINTS ALL IMMEDIATE``, which a commit would run); in a transaction
     that is rolled back, so the cycles that follow find the tables as they were (bar dead
     row versions, as after any cycle). Jobs are taken evenly over the queued ones, runs
     spread over the nodes. The rows are built before the clock starts; COPY's own encoding
@@ -175,7 +175,7 @@ def raw_write_limit(n: int, now: datetime, *, explain: bool = False) -> tuple[in
                 cursor.execute("SELECT pg_current_wal_lsn()")
                 (wal_before,) = cursor.fetchone()
         start = time.perf_counter()
-        claimed = _claim_queued(new_runs, now)
+        claimed = _claim_queued(new_runs, now, {}, with_runs=False)  # the UPDATE alone
         steps["update jobs"] = time.perf_counter() - start
         insert_rows(Run, runs)
         steps["copy runs"] = time.perf_counter() - start - sum(steps.values())

@@ -98,6 +98,37 @@ def insert_rows(model: type[Model], rows: Sequence[Mapping[str, Any]]) -> int:
     return len(rows)
 
 
+def insert_select_sql(
+    model: type[Model], given: Mapping[str, tuple[str, Sequence[Any]]], source: str
+) -> tuple[str, list]:
+    """``INSERT INTO`` ``model``'s table ``SELECT ... FROM source``, with its parameters: each
+    field named in ``given`` (attname -> (SQL expression over ``source``, its parameters))
+    takes that expression, every other field its default (a parameter, converted as COPY's
+    are). A database-generated primary key is left to its column default. PostgreSQL (or any
+    database with ``INSERT ... SELECT`` and typed literals); for a statement of one's own,
+    such as a data-modifying ``WITH``."""
+    meta = model._meta
+    fields = [
+        f for f in meta.concrete_fields if not (f.primary_key and getattr(f, "db_returning", False))
+    ]
+    unknown = sorted(set(given) - {f.attname for f in fields})
+    if unknown:
+        raise ValueError(f"{meta.db_table} has no fields {', '.join(unknown)}")
+    quote = connection.ops.quote_name
+    expressions, params = [], []
+    for f in fields:
+        if f.attname in given:
+            expression, own = given[f.attname]
+            expressions.append(expression)
+            params.extend(own)
+        else:
+            expressions.append(f"CAST(%s AS {f.db_type(connection)})")
+            params.append(_copy_value(f)(f.get_default()))
+    columns = ", ".join(quote(f.column) for f in fields)
+    sql = f"INSERT INTO {quote(meta.db_table)} ({columns}) SELECT {', '.join(expressions)}"
+    return f"{sql} FROM {source}", params
+
+
 def upsert_rows(
     model: type[Model], rows: Sequence[Mapping[str, Any]], *, update_fields: Sequence[str]
 ) -> int:

@@ -20,7 +20,7 @@ from django.db.models import QuerySet, Subquery
 
 from armada.core.states import EventType
 from armada.models import Event, Queue
-from armada.services.bulk import insert_rows
+from armada.services.bulk import array_literal, insert_rows
 from armada.services.event_notify import publish_on_commit
 
 _EVENT_LOCK_KEY = 0x41524D41  # "ARMA"
@@ -69,6 +69,41 @@ def events_append(*, events: Sequence[NewEvent]) -> int:
     # After the commit, wake the streams watching these job sets (a no-op without Redis).
     publish_on_commit({f"{e.queue}/{e.job_set}" for e in events})
     return count
+
+
+def events_append_columns(
+    *,
+    type_: EventType,
+    created: datetime,
+    queues: Sequence[str],
+    job_sets: Sequence[str],
+    job_ids: Sequence[str],
+    run_ids: Sequence[str],
+    payloads: Sequence[str],
+) -> int:
+    """PostgreSQL's :func:`events_append` for many events of one type and time, given column
+    by column (``payloads`` as JSON text): one ``INSERT ... SELECT`` over array literals, in
+    the order given, with no row object made per event (a cycle's ten thousand ``leased``
+    events). The same lock, and the same wake-up after the commit. Returns how many."""
+    if not job_ids:
+        return 0
+    if not transaction.get_connection().in_atomic_block:
+        raise RuntimeError("events_append_columns must run inside transaction.atomic")
+    lock_event_log()
+    columns = (queues, job_sets, job_ids, run_ids, payloads)
+    if len({len(c) for c in columns}) != 1:
+        raise ValueError("events_append_columns: every column must have one value per event")
+    table = connection.ops.quote_name(Event._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {table} (created, queue, job_set, job_id, run_id, type, payload)"
+            " SELECT %s, e.q, e.s, e.j, e.r, %s, e.p::jsonb"
+            " FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[])"
+            " WITH ORDINALITY AS e(q, s, j, r, p, n) ORDER BY e.n",
+            [created, str(type_), *map(array_literal, columns)],
+        )
+    publish_on_commit({f"{q}/{s}" for q, s in zip(queues, job_sets, strict=True)})
+    return len(job_ids)
 
 
 # Payload keys as they were spelled before they took Armada's spelling (docs/armada-api-events.md).

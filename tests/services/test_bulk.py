@@ -178,3 +178,10 @@ def test_array_literal_refuses_what_it_cannot_spell(value):
 
     with pytest.raises(TypeError):
         array_literal(["a", value])
+
+
+def test_insert_select_refuses_a_field_the_model_lacks():
+    from armada.services.bulk import insert_select_sql
+
+    with pytest.raises(ValueError, match="armada_run has no fields nodes"):
+        insert_select_sql(Run, {"nodes": ("c.node", [])}, "c")

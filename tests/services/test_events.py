@@ -5,11 +5,16 @@ from __future__ import annotations
 import threading
 
 import pytest
-from django.db import connections, transaction
+from django.db import connection, connections, transaction
 
 from armada.core.states import EventType
 from armada.models import Event, Queue
-from armada.services.events import NewEvent, events_append, events_for_job_set
+from armada.services.events import (
+    NewEvent,
+    events_append,
+    events_append_columns,
+    events_for_job_set,
+)
 from tests.conftest import T0
 
 
@@ -82,3 +87,41 @@ def test_a_later_writer_waits_so_no_reader_sees_a_gap():
     assert seen_while_a_open == []  # B could not commit ahead of A
     ordered = list(Event.objects.order_by("id").values_list("job_id", flat=True))
     assert ordered == ["a", "b"]
+
+
+def columns(job_ids: list[str], **changes) -> dict:
+    n = len(job_ids)
+    given = {
+        "type_": EventType.LEASED,
+        "created": T0,
+        "queues": ["q"] * n,
+        "job_sets": ["s"] * n,
+        "job_ids": job_ids,
+        "run_ids": [f"r-{j}" for j in job_ids],
+        "payloads": ['{"k": "v \\" \\\\ {,}"}'] * n,
+    }
+    return given | changes
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's append")
+@pytest.mark.django_db(transaction=True)
+def test_events_given_column_by_column_keep_their_order_and_payloads():
+    with transaction.atomic():
+        assert events_append_columns(**columns(["c", "a", "b"])) == 3
+    events = list(Event.objects.order_by("id"))
+    assert [(e.job_id, e.run_id, e.type) for e in events] == [
+        ("c", "r-c", "leased"),
+        ("a", "r-a", "leased"),
+        ("b", "r-b", "leased"),
+    ]
+    assert all(e.payload == {"k": 'v " \\ {,}'} and e.created == T0 for e in events)
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's append")
+@pytest.mark.django_db(transaction=True)
+def test_events_given_column_by_column_are_refused_outside_a_transaction_or_uneven():
+    with pytest.raises(RuntimeError, match="transaction.atomic"):
+        events_append_columns(**columns(["a"]))
+    with transaction.atomic(), pytest.raises(ValueError, match="one value per event"):
+        events_append_columns(**columns(["a", "b"], run_ids=["r-a"]))
+    assert Event.objects.count() == 0
