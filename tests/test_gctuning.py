@@ -98,3 +98,73 @@ def test_the_grpc_process_tunes_the_collector_before_it_serves(monkeypatch):
     monkeypatch.setattr(server, "serve", serve)
     assert grpcserver.main(["--address", "127.0.0.1:1"]) == 0
     assert order == ["tuned", "served 127.0.0.1:1"]
+
+
+@pytest.mark.parametrize(
+    ("counts", "expected"),
+    [
+        ((0, 0, 0), 0),
+        ((60_000, 10, 10), 0),  # at the thresholds, not past them
+        ((5, 11, 0), 1),
+        ((5, 11, 11), 2),
+        ((5, 0, 11), 2),
+    ],
+)
+def test_the_due_generation_is_the_oldest_past_its_threshold(counts, expected):
+    from armada.gctuning import due_generation
+
+    assert due_generation(counts, (50_000, 10, 10)) == expected
+
+
+class _Cyclic:
+    """An object in a reference cycle with itself: only the collector frees it."""
+
+    def __init__(self) -> None:
+        self.me = self
+
+
+def test_the_collector_is_paused_for_the_block_and_collects_at_its_end(restore_gc):
+    import weakref
+
+    from armada.gctuning import collector_paused
+
+    gc.set_threshold(100, 10, 10)
+    with collector_paused():
+        assert not gc.isenabled()
+        garbage = _Cyclic()
+        ref = weakref.ref(garbage)
+        del garbage
+        # Far past the threshold: a running collector would have freed it.
+        kept = [[] for _ in range(1000)]
+        assert ref() is not None
+        del kept
+    assert gc.isenabled()
+    assert ref() is None
+
+
+def test_a_collector_already_off_stays_off(restore_gc):
+    from armada.gctuning import collector_paused
+
+    gc.disable()
+    try:
+        with collector_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_the_scheduling_cycle_runs_with_the_collector_paused(monkeypatch):
+    """``scheduler_cycle`` holds the pause around its work."""
+    from armada.services import scheduler
+
+    seen: list[bool] = []
+    monkeypatch.setattr(scheduler, "leader_acquire", lambda **_: True)
+    monkeypatch.setattr(
+        scheduler, "_cycle", lambda *a, **k: seen.append(gc.isenabled()) or scheduler.CycleReport()
+    )
+    from datetime import UTC, datetime
+
+    scheduler.scheduler_cycle(now=datetime(2026, 1, 1, tzinfo=UTC))
+    assert seen == [False]
+    assert gc.isenabled()

@@ -45,6 +45,7 @@ from armada.core.scheduling import (
     schedule_round,
 )
 from armada.core.snapshot import merge_pool_reasons
+from armada.gctuning import collector_paused
 from armada.models import Queue
 from armada.services.counters import counters_reset_if_due
 from armada.services.cycle_writes import CyclePlan, write_plan
@@ -152,7 +153,9 @@ def scheduler_cycle(
         name=LEADER_NAME, holder=HOLDER, now=now, ttl=ttl, every=ttl.total_seconds() / 5
     )
     try:
-        with keeper:
+        # The collector is paused for the cycle and run once at its end
+        # (``gctuning.collector_paused``).
+        with keeper, collector_paused():
             pipeline = lease_pipeline(ttl.total_seconds()) if write_behind else None
             return _cycle(config, now, clock, pipeline)
     except LeaseLost as exc:
