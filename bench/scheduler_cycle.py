@@ -8,12 +8,14 @@ queues straight into the job table (COPY on PostgreSQL), then measures:
 - --cycles further cycles; before each one, the runs leased by the previous cycle finish
   (rows and ``succeeded`` events written as the executors' reports would) and --submit new
   jobs arrive through the submit service, so each sync has real changes to read.
-Before the cycles it measures the raw write limit of the same rows (``cycle_world.raw_write_limit``):
---raw-leases leases' job updates, run rows and ``leased`` events written with the cycle's own
-statements and nothing else, in a transaction that is rolled back.
+Before the cycles and again after them it measures the raw write limit of the same rows
+(``cycle_world.raw_write_limit``): --raw-leases leases' job updates, run rows and ``leased``
+events written with the cycle's own statements and nothing else, in a transaction that is
+rolled back. One measurement varied by a quarter from run to run on a shared machine, and
+the tables age during the cycles (dead row versions): the limit is the mean of the two.
 Prints per-cycle time, p50/p95 (over every timed cycle, and over the cycles after the one in
-which the pool first fills), leases per second against that raw limit, and the process's
-resident memory.
+which the pool first fills), leases per second against that raw limit (and against each
+measurement), and the process's resident memory.
 
 With --write-behind each cycle's writes run on the writer thread behind the next cycle's
 round (``services.lease_pipeline``). Between two cycles the benchmark itself finishes runs
@@ -56,6 +58,8 @@ from cycle_world import (  # noqa: E402
 )
 
 STEP_TIMES: dict[str, float] = {}
+# the same steps' CPU time on the main thread (seconds by name), where it differs from the wall
+STEP_CPU: dict[str, float] = {}
 WRITES: list[float] = []  # with --write-behind: each cycle's writes, seconds, in order
 # with --write-behind --steps: each cycle's writes by step (seconds), and the writer thread's
 # CPU time in them ("cpu"), in order
@@ -90,7 +94,7 @@ def time_steps() -> None:
 
         @functools.wraps(inner)
         def timed(*args, **kwargs):
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.thread_time()
             try:
                 return inner(*args, **kwargs)
             finally:
@@ -98,6 +102,8 @@ def time_steps() -> None:
                 into = STEP_TIMES
                 if WRITE_STEPS and threading.current_thread() is not threading.main_thread():
                     into = WRITE_STEPS[-1]  # the writer thread's, with --write-behind
+                else:
+                    STEP_CPU[label] = STEP_CPU.get(label, 0.0) + time.thread_time() - cpu
                 into[label] = into.get(label, 0.0) + took
 
         setattr(module, name, timed)
@@ -131,14 +137,28 @@ def time_steps() -> None:
             STEP_TIMES[label] = STEP_TIMES.get(label, 0.0) + time.perf_counter() - started[0]
 
     gc.callbacks.append(collector)
-    for name in ("_claim_queued", "insert_rows", "events_append", "job_state_leases_count"):
+    for name in (
+        "_claim_queued",
+        "insert_rows",
+        "events_append",
+        "events_append_columns",
+        "job_state_leases_count",
+    ):
         wrap(scheduler_leases, name, f"write_leases: {name}")
     for name in ("lock_event_log", "counters_add_many", "gauges_replace"):
         wrap(cycle_metrics, name, f"cycle_metrics_write: {name}")
 
 
-def summary(name: str, times: list[float], leased: list[int], raw) -> str:
-    """p50, p95 (nearest rank) and max of ``times``, and their leases/s against ``raw``."""
+def cpu_of(label: str, took: float) -> str:
+    """`` (cpu N)`` after a step's wall time when its CPU time on this thread was less than
+    nine tenths of it (the rest: waiting for the database), else nothing."""
+    cpu = STEP_CPU.get(label)
+    return f" (cpu {cpu * 1000:.0f})" if cpu is not None and cpu < 0.9 * took else ""
+
+
+def summary(name: str, times: list[float], leased: list[int], raw: list[tuple]) -> str:
+    """p50, p95 (nearest rank) and max of ``times``, and their leases/s against the raw
+    write limit: the mean of its measurements ``raw`` (and against each)."""
     if not times:
         return f"{name}: none"
     ordered = sorted(times)
@@ -148,10 +168,25 @@ def summary(name: str, times: list[float], leased: list[int], raw) -> str:
         f"{name} ({len(times)}): p50 {statistics.median(times) * 1000:.0f} ms, "
         f"p95 {p95 * 1000:.0f} ms, max {ordered[-1] * 1000:.0f} ms; leases/s {rate:,.0f}"
     )
-    if raw is not None:
-        n, took, _ = raw
-        text += f" = {rate / (n / took):.0%} of the raw write limit"
+    if raw:
+        limits = [n / took for n, took, _ in raw]
+        text += f" = {rate / statistics.mean(limits):.0%} of the raw write limit"
+        if len(limits) > 1:
+            text += " (" + ", ".join(f"{rate / limit:.0%}" for limit in limits) + " of each)"
     return text
+
+
+def measure_raw(args, at: datetime, when: str) -> tuple:
+    """One measurement of the raw write limit, printed."""
+    raw = raw_write_limit(args.raw_leases or args.max_per_round, at, explain=args.explain)
+    n, took, steps = raw
+    print(
+        f"raw write limit ({when}): {n} leases ({3 * n} rows: job updates, runs, events) in "
+        f"{took * 1000:.0f} ms = {3 * n / took:,.0f} rows/s, {n / took:,.0f} leases/s ("
+        + ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in steps.items())
+        + ")"
+    )
+    return raw
 
 
 def main() -> None:
@@ -225,20 +260,9 @@ def main() -> None:
             f"queued jobs: {args.jobs}; seeded in {time.perf_counter() - start:.1f}s; "
             f"rss before: {rss_mib():.0f} MiB"
         )
-        raw = None
+        raw = []
         if not args.no_raw:
-            raw = raw_write_limit(
-                args.raw_leases or args.max_per_round,
-                t0 + timedelta(seconds=1),
-                explain=args.explain,
-            )
-            n, took, steps = raw
-            print(
-                f"raw write limit: {n} leases ({3 * n} rows: job updates, runs, events) in "
-                f"{took * 1000:.0f} ms = {3 * n / took:,.0f} rows/s, {n / took:,.0f} leases/s ("
-                + ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in steps.items())
-                + ")"
-            )
+            raw.append(measure_raw(args, t0 + timedelta(seconds=1), "before the cycles"))
         if args.steps:
             time_steps()
         if args.write_behind:
@@ -290,7 +314,8 @@ def main() -> None:
                     now=now,
                 )
             STEP_TIMES.clear()
-            start = time.perf_counter()
+            STEP_CPU.clear()
+            start, cycle_cpu = time.perf_counter(), time.thread_time()
             report = timed_cycle(
                 scheduler,
                 now,
@@ -298,6 +323,7 @@ def main() -> None:
                 write_behind=args.write_behind,
             )
             took = time.perf_counter() - start
+            cycle_cpu = time.thread_time() - cycle_cpu
             if args.write_behind:
                 # The previous cycle's writes, settled by this one: no cycle of a loop
                 # without gaps comes round sooner than the writes it waits for.
@@ -308,7 +334,8 @@ def main() -> None:
             if args.steps:
                 print(
                     "  steps (ms): "
-                    + ", ".join(f"{k} {v * 1000:.0f}" for k, v in STEP_TIMES.items())
+                    + ", ".join(f"{k} {v * 1000:.0f}{cpu_of(k, v)}" for k, v in STEP_TIMES.items())
+                    + f"; the cycle's cpu {cycle_cpu * 1000:.0f}"
                 )
                 if args.write_behind and c > 0:
                     print(
@@ -327,6 +354,8 @@ def main() -> None:
                 f"reasons {len(report.unschedulable)}"
                 + (" (the pool's first fill)" if fill == c + 1 else "")
             )
+        if raw:
+            raw.append(measure_raw(args, now + timedelta(seconds=1), "after the cycles"))
         print(summary("all cycles", times, leased_each, raw))
         if fill is not None:
             after = slice(fill, None)
