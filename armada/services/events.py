@@ -89,10 +89,10 @@ def events_append_columns(
         return 0
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("events_append_columns must run inside transaction.atomic")
-    lock_event_log()
     columns = (queues, job_sets, job_ids, run_ids, payloads)
     if len({len(c) for c in columns}) != 1:
         raise ValueError("events_append_columns: every column must have one value per event")
+    lock_event_log()
     table = connection.ops.quote_name(Event._meta.db_table)
     with connection.cursor() as cursor:
         cursor.execute(
