@@ -123,7 +123,7 @@ def insert_select_sql(
             params.extend(own)
         else:
             expressions.append(f"CAST(%s AS {f.db_type(connection)})")
-            params.append(_copy_value(f)(f.get_default()))
+            params.append(copy_value(f)(f.get_default()))
     columns = ", ".join(quote(f.column) for f in fields)
     sql = f"INSERT INTO {quote(meta.db_table)} ({columns}) SELECT {', '.join(expressions)}"
     return f"{sql} FROM {source}", params
@@ -181,7 +181,7 @@ def _copy_into(table: str, fields: Sequence[Field], rows: Sequence[Mapping[str, 
         unknown = sorted(set(rows[0]) - set(by_name))
         raise ValueError(f"rows for {table} name unknown fields: {', '.join(unknown)}")
     left_out = [f for f in fields if f.attname not in rows[0]]
-    defaults = [_copy_value(f)(f.get_default()) for f in left_out]
+    defaults = [copy_value(f)(f.get_default()) for f in left_out]
     # Only values that are not already what the driver should write are converted (a JSON
     # field's value becomes its JSON text); the rest pass through as they are.
     conversions = [
@@ -242,8 +242,9 @@ def _copy_conversion(field: Field) -> Callable[[Any], Any] | None:
     return lambda v: field.get_db_prep_save(v, connection)
 
 
-def _copy_value(field: Field) -> Callable[[Any], Any]:
-    """``_copy_conversion`` of ``field``, doing nothing where it has none."""
+def copy_value(field: Field) -> Callable[[Any], Any]:
+    """``_copy_conversion`` of ``field``, doing nothing where it has none: a value as COPY is
+    given it (a JSON field's as its text, a shared object encoded once)."""
     return _copy_conversion(field) or (lambda v: v)
 
 

@@ -22,9 +22,9 @@ from django.db import connection, transaction
 from armada.core.away import AwayOption, toleration_json
 from armada.core.scheduling import Lease
 from armada.core.states import EventType, JobState, RunState
-from armada.models import Job, Run
+from armada.models import Event, Job, Run
 from armada.services import latest_run
-from armada.services.bulk import insert_rows, insert_select_sql, values_table
+from armada.services.bulk import copy_value, insert_rows, insert_select_sql, values_table
 from armada.services.events import NewEvent, events_append, events_append_columns
 from armada.services.ids import new_id
 from armada.services.job_state_metrics import job_state_leases_count
@@ -106,7 +106,7 @@ def write_leases(
                 job_sets=[rows[r["job_id"]][2] for r in runs],
                 job_ids=[r["job_id"] for r in runs],
                 run_ids=[r["id"] for r in runs],
-                payloads=_json_texts(payloads),
+                payloads=list(map(copy_value(Event._meta.get_field("payload")), payloads)),
             )
         else:
             insert_rows(Run, runs)
@@ -198,18 +198,6 @@ def leased_payload(
         payload["awayNodeType"] = option.label
         payload["scheduledAtPriority"] = option.priority
     return payload
-
-
-def _json_texts(values: list[dict]) -> list[str]:
-    """Each value's JSON text, a shared object encoded once."""
-    texts: dict[int, str] = {}
-    out = []
-    for value in values:
-        text = texts.get(id(value))
-        if text is None:
-            text = texts[id(value)] = json.dumps(value)
-        out.append(text)
-    return out
 
 
 _CLAIM_BATCH = 5000
