@@ -26,7 +26,7 @@ from armada.models import Event, Job, Run
 from armada.services import latest_run
 from armada.services.bulk import copy_value, insert_rows, insert_select_sql, values_table
 from armada.services.events import NewEvent, events_append, events_append_columns
-from armada.services.ids import new_id
+from armada.services.ids import new_ids
 from armada.services.job_state_metrics import job_state_leases_count
 from armada.services.jobdb_rows import moment
 
@@ -40,11 +40,14 @@ def pod_name(job_id: str) -> str:
 def plan_runs(leases: list[tuple[str, Lease]]) -> dict[str, tuple[str, str, str, str]]:
     """Each leased job's new run: ``{job: (run id, executor, node, pool)}`` (a job leased in
     two pools' rounds keeps its first)."""
-    planned: dict[str, tuple[str, str, str, str]] = {}
+    first: dict[str, tuple[str, str, str]] = {}
     for pool, lease in leases:
-        if lease.job_id not in planned:
-            planned[lease.job_id] = (new_id(), lease.executor, lease.node, pool)
-    return planned
+        if lease.job_id not in first:
+            first[lease.job_id] = (lease.executor, lease.node, pool)
+    return {
+        job_id: (run_id, *where)
+        for run_id, (job_id, where) in zip(new_ids(len(first)), first.items(), strict=True)
+    }
 
 
 def planned_run_rows(

@@ -36,7 +36,7 @@ from armada.services.dbfaults import (
 )
 from armada.services.errors import Unavailable
 from armada.services.events import NewEvent, events_append
-from armada.services.ids import new_id
+from armada.services.ids import new_ids
 from armada.services.submit_metrics import submit_check_count
 
 MAX_JOBS_PER_SUBMIT = 5000
@@ -122,11 +122,12 @@ def _store(
         with transaction.atomic():
             if keyed:
                 known.update(_known_client_ids(queue.name, job_file.job_set, keyed))
+            fresh = iter(new_ids(sum(1 for spec in job_file.jobs if spec.client_id not in known)))
             for spec in job_file.jobs:
                 if spec.client_id in known:
                     ids.append(known[spec.client_id])
                     continue
-                job_id = new_id()
+                job_id = next(fresh)
                 ids.append(job_id)
                 # Rows as plain dicts: ``insert_rows`` writes them with COPY on PostgreSQL
                 # without building a model instance per job (that alone cost more than the

@@ -68,3 +68,49 @@ def test_an_id_for_a_given_moment_is_a_lower_case_ulid(
     made = ids.id_at(millis, random)
     assert made == expected
     assert ULID.from_str(made.upper()).milliseconds == millis
+
+
+def test_a_batch_of_ids_increases_and_follows_the_ids_made_before_it() -> None:
+    before = ids.new_id()
+    batch = ids.new_ids(3000)
+    after = ids.new_id()
+    assert len(batch) == 3000
+    assert [before, *batch, after] == sorted({before, *batch, after})
+    for made in (batch[0], batch[-1], after):
+        assert str(ULID.from_str(made.upper())).lower() == made
+    assert ids.new_ids(0) == []
+
+
+def test_a_batch_crossing_the_random_part_s_carries_is_encoded_like_the_library(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The same millisecond as the last id, whose random part is just below a carry into
+    # the characters that are encoded once per batch.
+    monkeypatch.setattr(ids, "time", SteppingClock([7 * 1_000_000_000]))
+    monkeypatch.setattr(ids, "_last_millis", 7000)
+    monkeypatch.setattr(ids, "_made_millis", 7000)
+    monkeypatch.setattr(ids, "_made_random", (5 << 20) - 3)
+    batch = ids.new_ids(6)
+    expected = [str(ULID.from_int((7000 << 80) | ((5 << 20) - 2 + i))).lower() for i in range(6)]
+    assert batch == expected
+
+
+def test_when_the_random_part_runs_out_the_ids_go_on_in_the_next_millisecond(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(ids, "time", SteppingClock([7 * 1_000_000_000]))
+    monkeypatch.setattr(ids, "_last_millis", 7000)
+    monkeypatch.setattr(ids, "_made_millis", 7000)
+    monkeypatch.setattr(ids, "_made_random", 2**80 - 3)
+    last = ids.id_at(7000, 2**80 - 3)
+    batch = ids.new_ids(5)
+    assert [last, *batch] == sorted(set([last, *batch]))
+    assert {ULID.from_str(i.upper()).milliseconds for i in batch} == {7001}
+    # The clock is not read back into the past afterwards: the next id is later still.
+    assert ids.new_id() > batch[-1]
+
+
+@pytest.mark.parametrize(("millis", "random"), [(-1, 0), (2**48, 0), (0, -1), (0, 2**80)])
+def test_an_id_for_a_moment_out_of_range_is_refused(millis: int, random: int) -> None:
+    with pytest.raises(ValueError, match="no id has the time"):
+        ids.id_at(millis, random)
