@@ -8,6 +8,7 @@ under the event-log lock, which keeps their row locks out of the way of every ot
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import Counter as _Tally
 from collections.abc import Mapping
@@ -24,6 +25,13 @@ def labels_key(labels: Mapping[str, str]) -> str:
 
 
 Labels = tuple[tuple[str, str], ...]
+
+
+@functools.lru_cache(maxsize=1 << 15)
+def _key_of(label_items: Labels) -> str:
+    """``labels_key`` of a label tuple, remembered: a scheduler adds to the same few
+    thousand per-node label sets every cycle."""
+    return labels_key(dict(label_items))
 
 
 def counters_add(*, name: str, increments: Mapping[Labels, int]) -> None:
@@ -48,7 +56,7 @@ def counters_add_many(increments: Mapping[str, Mapping[Labels, int]]) -> None:
         for label_items, amount in per_labels.items():
             if not amount:
                 continue
-            key = (name, labels_key(dict(label_items)))
+            key = (name, _key_of(label_items))
             _, before = amounts.get(key, (label_items, 0))
             amounts[key] = (label_items, before + amount)
     if not amounts:

@@ -245,12 +245,15 @@ def job_state_leases_count(
                 id__any=[r["job_id"] for r in rows]
             ).values_list("id", "queue", "submitted_at")
         }
-    per_queue: Counter[tuple[str, str]] = Counter()
-    per_node: Counter[tuple[str, str, str]] = Counter()
-    ms_queue: Counter[tuple[str, str]] = Counter()
-    ms_node: Counter[tuple[str, str, str]] = Counter()
-    res_queue: Counter[tuple[tuple[str, str], str]] = Counter()
-    res_node: Counter[tuple[tuple[str, str, str], str]] = Counter()
+    per_queue: dict[tuple[str, str], int] = {}
+    per_node: dict[tuple[str, str, str], int] = {}
+    ms_queue: dict[tuple[str, str], int] = {}
+    ms_node: dict[tuple[str, str, str], int] = {}
+    res_queue: dict[tuple[tuple[str, str], str], int] = {}
+    res_node: dict[tuple[tuple[str, str, str], str], int] = {}
+    # Each requests object's (resource, milli-units, stored unit) once: the rows of one
+    # shape share one object (``scheduler_leases._leased_runs``).
+    shapes: dict[int, list[tuple[str, int, float]]] = {}
     for row in rows:
         queue, submitted = jobs[row["job_id"]]
         seconds = (row["leased_at"] - submitted).total_seconds()
@@ -258,17 +261,26 @@ def job_state_leases_count(
             continue
         q = (queue, row["pool"])
         n = (row["node"], row["pool"], row["executor"])
-        per_queue[q] += 1
-        per_node[n] += 1
+        per_queue[q] = per_queue.get(q, 0) + 1
+        per_node[n] = per_node.get(n, 0) + 1
         ms = round(seconds * 1000)
         if ms > 0:
-            ms_queue[q] += ms
-            ms_node[n] += ms
-        for resource, milli in (row["requests"] or {}).items():
-            amount = whole_resource_seconds(resource, int(milli), seconds)
+            ms_queue[q] = ms_queue.get(q, 0) + ms
+            ms_node[n] = ms_node.get(n, 0) + ms
+        requests = row["requests"] or {}
+        shape = shapes.get(id(requests))
+        if shape is None:
+            shape = shapes[id(requests)] = [
+                (resource, int(milli), resource_factor(resource))
+                for resource, milli in requests.items()
+            ]
+        for resource, milli, factor in shape:
+            amount = round(milli * seconds * 1e-3 / factor)  # ``whole_resource_seconds``
             if amount > 0:
-                res_queue[(q, resource)] += amount
-                res_node[(n, resource)] += amount
+                key_q = (q, resource)
+                key_n = (n, resource)
+                res_queue[key_q] = res_queue.get(key_q, 0) + amount
+                res_node[key_n] = res_node.get(key_n, 0) + amount
     moved = (("state", "leased"), ("priorState", "queued"))
 
     def queue_labels(q: tuple[str, str]) -> Labels:
