@@ -17,12 +17,14 @@ Prints per-cycle time, p50/p95 (over every timed cycle, and over the cycles afte
 which the pool first fills), leases per second against that raw limit (and against each
 measurement), and the process's resident memory.
 
-With --write-behind each cycle's writes run on the writer thread behind the next cycle's
-round (``services.lease_pipeline``). Between two cycles the benchmark itself finishes runs
-and submits jobs, time in which the writer goes on unmeasured; so that this gap gives the
-writer nothing for free, a cycle's time is then counted as the longer of the cycle itself
-and the previous cycle's writes (timed on the writer thread), as in a loop of cycles with
-no gap at all; the last cycle's time adds its own writes, which nothing overlaps.
+With --write-behind each cycle's decisions (leases, stops) are written on the writer thread
+behind the next cycle's round, and its record and metrics on the recorder thread once they
+are (``services.lease_pipeline``). Between two cycles the benchmark itself finishes runs
+and submits jobs, time in which both threads go on unmeasured; so that this gap gives them
+nothing for free, a cycle's time is then counted as the longest of the cycle itself, the
+previous cycle's decisions (timed on the writer thread) and its record (on the recorder),
+as in a loop of cycles with no gap at all; the last cycle's time adds its own decisions and
+record, which nothing overlaps.
 
 Usage: ARMADA_DEV=1 DATABASE_URL=postgres://postgres@127.0.0.1:5432/armada_bench \\
        .venv/bin/python bench/scheduler_cycle.py --nodes 1000 --queues 100 --jobs 100000
@@ -60,28 +62,39 @@ from cycle_world import (  # noqa: E402
 STEP_TIMES: dict[str, float] = {}
 # the same steps' CPU time on the main thread (seconds by name), where it differs from the wall
 STEP_CPU: dict[str, float] = {}
-WRITES: list[float] = []  # with --write-behind: each cycle's writes, seconds, in order
-# with --write-behind --steps: each cycle's writes by step (seconds), and the writer thread's
-# CPU time in them ("cpu"), in order
+# with --write-behind: each cycle's decisions (writer thread) and record (recorder thread),
+# seconds, in order
+WRITES: list[float] = []
+RECORDS: list[float] = []
+# with --write-behind --steps: the same by step (seconds), with each thread's CPU time in
+# them ("cpu"), in order
 WRITE_STEPS: list[dict[str, float]] = []
+RECORD_STEPS: list[dict[str, float]] = []
+_STEPS_HERE = threading.local()  # ``steps``: where the steps on this thread go, if not main
 
 
 def time_writes() -> None:
-    """Time each cycle's writes on the writer thread (``lease_pipeline.write_plan``)."""
+    """Time each cycle's decisions on the writer thread and its record on the recorder
+    (``lease_pipeline.write_decisions`` and ``write_record``)."""
     from armada.services import lease_pipeline
 
-    inner = lease_pipeline.write_plan
+    def timing(name: str, totals: list[float], steps: list[dict[str, float]]) -> None:
+        inner = getattr(lease_pipeline, name)
 
-    def timed(plan):
-        WRITE_STEPS.append({})
-        start, cpu = time.perf_counter(), time.thread_time()
-        try:
-            return inner(plan)
-        finally:
-            WRITES.append(time.perf_counter() - start)
-            WRITE_STEPS[-1]["cpu"] = time.thread_time() - cpu
+        def timed(*args):
+            steps.append({})
+            _STEPS_HERE.steps = steps[-1]
+            start, cpu = time.perf_counter(), time.thread_time()
+            try:
+                return inner(*args)
+            finally:
+                totals.append(time.perf_counter() - start)
+                steps[-1]["cpu"] = time.thread_time() - cpu
 
-    lease_pipeline.write_plan = timed
+        setattr(lease_pipeline, name, timed)
+
+    timing("write_decisions", WRITES, WRITE_STEPS)
+    timing("write_record", RECORDS, RECORD_STEPS)
 
 
 def time_steps() -> None:
@@ -100,8 +113,8 @@ def time_steps() -> None:
             finally:
                 took = time.perf_counter() - start
                 into = STEP_TIMES
-                if WRITE_STEPS and threading.current_thread() is not threading.main_thread():
-                    into = WRITE_STEPS[-1]  # the writer thread's, with --write-behind
+                if threading.current_thread() is not threading.main_thread():
+                    into = _STEPS_HERE.steps  # the writer's or recorder's, --write-behind
                 else:
                     STEP_CPU[label] = STEP_CPU.get(label, 0.0) + time.thread_time() - cpu
                 into[label] = into.get(label, 0.0) + took
@@ -327,10 +340,11 @@ def main() -> None:
             if args.write_behind:
                 # The previous cycle's writes, settled by this one: no cycle of a loop
                 # without gaps comes round sooner than the writes it waits for.
-                took = max(took, WRITES[c - 1] if c > 0 else 0.0)
+                if c > 0:
+                    took = max(took, WRITES[c - 1], RECORDS[c - 1])
                 if c == args.cycles - 1:  # and the last writes, which nothing overlaps
                     lease_pipeline_drain()
-                    took += WRITES[c]
+                    took += WRITES[c] + RECORDS[c]
             if args.steps:
                 print(
                     "  steps (ms): "
@@ -338,10 +352,11 @@ def main() -> None:
                     + f"; the cycle's cpu {cycle_cpu * 1000:.0f}"
                 )
                 if args.write_behind and c > 0:
-                    print(
-                        "  the previous cycle's writes (ms): "
-                        + ", ".join(f"{k} {v * 1000:.0f}" for k, v in WRITE_STEPS[c - 1].items())
-                    )
+                    for name, steps in (("decisions", WRITE_STEPS), ("record", RECORD_STEPS)):
+                        print(
+                            f"  the previous cycle's {name} (ms): "
+                            + ", ".join(f"{k} {v * 1000:.0f}" for k, v in steps[c - 1].items())
+                        )
             times.append(took)
             leased_each.append(report.leased)
             leased_total += report.leased

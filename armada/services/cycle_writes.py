@@ -3,9 +3,12 @@
 cycle's metrics.
 
 A :class:`CyclePlan` holds everything those writes need and nothing of the process's job
-database, so that :func:`write_plan` can run on another thread than the one computing the
-next round (``services.lease_pipeline``). It returns what was really written
-(:class:`Written`): a job cancelled or changed since the round read it is not leased.
+database, so that they can run on other threads than the one computing the next round
+(``services.lease_pipeline``): :func:`write_decisions` (the leases and stops, which the job
+database is settled with) on one, :func:`write_record` (the record and metrics) on another
+once those are written. :func:`write_plan` does both in turn. What was really written is
+returned (:class:`Written`): a job cancelled or changed since the round read it is not
+leased.
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ class Written:
     leased_ids: list[str] = field(default_factory=list)
     lease_runs: list[dict] = field(default_factory=list)  # the run rows, once committed
     marked: list[str] = field(default_factory=list)  # runs whose stop was marked
+    new_runs: dict[str, str] = field(default_factory=dict)  # leased job -> its new run
 
     def unwritten(self, plan: CyclePlan) -> set[str]:
         """The planned jobs that were not leased."""
@@ -63,17 +67,23 @@ class Written:
 
 
 def write_plan(plan: CyclePlan) -> Written:
+    """Write the cycle's decisions (:func:`write_decisions`), then its record
+    (:func:`write_record`)."""
+    out = write_decisions(plan)
+    write_record(plan, out)
+    return out
+
+
+def write_decisions(plan: CyclePlan) -> Written:
     """Write the leases (under the scheduler lease's fence: a holder that lost it writes
     nothing and ``leader.LeaseLost`` is raised), then the stops of the runs the round
-    preempted, then the round's record and the cycle's metrics, each in a transaction of
-    its own."""
+    preempted, each in a transaction of its own."""
     out = Written()
-    new_runs: dict[str, str] = {}
     if plan.leases:
         out.leased_ids = write_leases(
             plan.leases,
             plan.now,
-            new_runs,
+            out.new_runs,
             plan.away,
             out.lease_runs,
             fence=lambda: leader_fence(name=plan.lease_name, holder=plan.holder),
@@ -85,9 +95,16 @@ def write_plan(plan: CyclePlan) -> Written:
             kind=PREEMPT,
             now=plan.now,
             preempted_by={
-                job_id: (by, new_runs.get(by, "")) for job_id, by in plan.preempted_for.items()
+                job_id: (by, out.new_runs.get(by, "")) for job_id, by in plan.preempted_for.items()
             },
         )
+    return out
+
+
+def write_record(plan: CyclePlan, out: Written) -> None:
+    """Record the round (``services.records``) and count the cycle in its metrics
+    (``services.cycle_metrics``), each in a transaction of its own, once its decisions are
+    written (``out``). Nothing in the job database depends on these."""
     report = plan.report
     duration_ms = int((time.perf_counter() - plan.started) * 1000)
     records_write(
@@ -115,4 +132,3 @@ def write_plan(plan: CyclePlan) -> Written:
             else None
         ),
     )
-    return out

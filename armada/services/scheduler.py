@@ -14,8 +14,9 @@ Order of a cycle, under the ``scheduler`` leader lease (one cycle at a time):
 4. one transaction claims the jobs still queued, creates their runs and appends the
    ``leased`` events (guarded: a job cancelled meanwhile is left alone;
    ``services.scheduler_leases``). Steps 4-6 are ``services.cycle_writes``; with
-   write-behind (``scheduling.writeBehind``, on PostgreSQL) they run on a writer thread
-   while the next cycle syncs and computes its round (``services.lease_pipeline``);
+   write-behind (``scheduling.writeBehind``, on PostgreSQL) steps 4 and 5 run on a writer
+   thread while the next cycle syncs and computes its round, and step 6 on a recorder
+   thread once they are written (``services.lease_pipeline``);
 5. one transaction asks the executors to stop every job the round preempted, each with its
    reason;
 6. the round and the reasons jobs were not leased are recorded (``services.records``), and

@@ -268,3 +268,92 @@ def test_parallel_cancels_during_write_behind_cycles_leave_every_job_leased_once
         else:
             assert state in ("queued", "cancelled"), state
     assert view(db) == fresh(settings)
+
+
+def test_the_record_follows_its_leases_on_the_recorder_and_a_failed_one_changes_nothing_else(
+    settings, queue, owner, agent, monkeypatch
+):
+    """The writer writes the leases; the recorder writes the cycle's record once they are
+    committed. A record that fails is logged: the leases stand, the next cycle settles as
+    usual (the job database is not dropped) and records again."""
+    from armada.models import SchedulingRound
+
+    ids = submit(owner, 3)
+    seen: list[tuple] = []
+    real_decisions, real_record = lease_pipeline.write_decisions, lease_pipeline.write_record
+
+    def decisions(plan):
+        out = real_decisions(plan)
+        seen.append(("decisions", threading.current_thread().name))
+        return out
+
+    def failing_record(plan, out):
+        seen.append(
+            ("record", threading.current_thread().name, Run.objects.filter(job_id__in=ids).count())
+        )
+        raise RuntimeError("the record could not be written")
+
+    monkeypatch.setattr(lease_pipeline, "write_decisions", decisions)
+    monkeypatch.setattr(lease_pipeline, "write_record", failing_record)
+    assert scheduler_cycle(now=at(1), write_behind=True).leased == 3
+    lease_pipeline.lease_pipeline_drain()
+    assert [s[0] for s in seen] == ["decisions", "record"]
+    assert seen[0][1].startswith("lease-writer")
+    assert seen[1][1].startswith("cycle-recorder")
+    assert seen[1][2] == 3  # the leases were committed before the record began
+    assert not SchedulingRound.objects.exists()
+
+    monkeypatch.setattr(lease_pipeline, "write_record", real_record)
+    second = scheduler_cycle(now=at(2), write_behind=True)
+    assert second.ran  # the failed record dropped nothing
+    assert scheduler._jobdb is not None
+    db = settled()
+    assert SchedulingRound.objects.count() == 1  # the second cycle's record
+    assert runs_per_job() == {j: 1 for j in ids}
+    assert view(db) == fresh(settings)
+
+
+def test_a_cycle_hands_over_its_plan_only_once_the_previous_record_is_written(
+    settings, queue, owner, agent, monkeypatch
+):
+    """At most one record is behind: while the first cycle's record is held, the second
+    cycle waits before handing over its own writes."""
+    from armada.models import SchedulingRound
+
+    submit(owner, 2)
+    inside, released = threading.Event(), threading.Event()
+    real_record = lease_pipeline.write_record
+
+    def held_record(plan, out):
+        inside.set()
+        assert released.wait(TIMEOUT)
+        return real_record(plan, out)
+
+    submitting = threading.Event()
+    real_submit = lease_pipeline.LeasePipeline.submit
+
+    def submit_seen(pipeline, plan):
+        submitting.set()
+        return real_submit(pipeline, plan)
+
+    monkeypatch.setattr(lease_pipeline, "write_record", held_record)
+    scheduler_cycle(now=at(1), write_behind=True)
+    assert inside.wait(TIMEOUT)
+    monkeypatch.setattr(lease_pipeline.LeasePipeline, "submit", submit_seen)
+    submit(owner, 1, job_set="set-2")
+    reports: list = []
+    thread = cycle_in_thread(at(2), reports)
+    try:
+        assert submitting.wait(TIMEOUT)  # the second round is computed and handed over...
+        thread.join(1.0)
+        assert thread.is_alive()  # ... but waits for the first record
+        assert lease_pipeline.lease_pipeline(3.0)._pending is None
+        assert SchedulingRound.objects.count() == 0
+    finally:
+        monkeypatch.setattr(lease_pipeline, "write_record", real_record)
+        released.set()
+    thread.join(TIMEOUT)
+    assert reports and reports[0].ran and reports[0].leased == 1
+    db = settled()
+    assert SchedulingRound.objects.count() == 2
+    assert view(db) == fresh(settings)
