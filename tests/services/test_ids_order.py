@@ -81,15 +81,20 @@ def test_a_batch_of_ids_increases_and_follows_the_ids_made_before_it() -> None:
     assert ids.new_ids(0) == []
 
 
+def last_made_at(monkeypatch: pytest.MonkeyPatch, millis: int, random: int) -> None:
+    """The clock stands at ``millis``, and the last id was made then with ``random``."""
+    monkeypatch.setattr(ids, "time", SteppingClock([millis * 1_000_000]))
+    monkeypatch.setattr(ids, "_last_millis", millis)
+    monkeypatch.setattr(ids, "_made_millis", millis)
+    monkeypatch.setattr(ids, "_made_random", random)
+
+
 def test_a_batch_crossing_the_random_part_s_carries_is_encoded_like_the_library(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # The same millisecond as the last id, whose random part is just below a carry into
     # the characters that are encoded once per batch.
-    monkeypatch.setattr(ids, "time", SteppingClock([7 * 1_000_000_000]))
-    monkeypatch.setattr(ids, "_last_millis", 7000)
-    monkeypatch.setattr(ids, "_made_millis", 7000)
-    monkeypatch.setattr(ids, "_made_random", (5 << 20) - 3)
+    last_made_at(monkeypatch, 7000, (5 << 20) - 3)
     batch = ids.new_ids(6)
     expected = [str(ULID.from_int((7000 << 80) | ((5 << 20) - 2 + i))).lower() for i in range(6)]
     assert batch == expected
@@ -98,10 +103,7 @@ def test_a_batch_crossing_the_random_part_s_carries_is_encoded_like_the_library(
 def test_when_the_random_part_runs_out_the_ids_go_on_in_the_next_millisecond(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(ids, "time", SteppingClock([7 * 1_000_000_000]))
-    monkeypatch.setattr(ids, "_last_millis", 7000)
-    monkeypatch.setattr(ids, "_made_millis", 7000)
-    monkeypatch.setattr(ids, "_made_random", 2**80 - 3)
+    last_made_at(monkeypatch, 7000, 2**80 - 3)
     last = ids.id_at(7000, 2**80 - 3)
     batch = ids.new_ids(5)
     assert [last, *batch] == sorted(set([last, *batch]))
