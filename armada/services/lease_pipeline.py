@@ -108,8 +108,7 @@ class LeasePipeline:
             if self._pending is not None:
                 raise RuntimeError("a cycle's writes are still in flight")
             recording = self._recording
-        if recording is not None:
-            recording.result()  # never raises: ``_record_after`` logs its failures
+        _wait(recording, "record")
         with self._lock:
             self._plan = plan
             self._pending = self._executor.submit(_write_and_release, plan, self.ttl_seconds)
