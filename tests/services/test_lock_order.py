@@ -18,14 +18,16 @@ from django.db import connection
 from django.utils import timezone
 
 from armada.core.config import parse_config
-from armada.models import Job
+from armada.models import Job, SchedulingRound
 from armada.services import latest_run
 from armada.services.counters import counters_reset_if_due
 from armada.services.decisions import DECISIONS_COUNTER
 from armada.services.errors import Conflict, NotFound
+from armada.services.lease_pipeline import lease_pipeline_drain
 from armada.services.policies import policy_create
 from armada.services.policy_cache import policy_cache
 from armada.services.queues import queue_update
+from armada.services.records import KEEP_ROUNDS
 from armada.services.reprioritize import jobs_reprioritize
 from armada.services.scheduler import scheduler_cycle, scheduler_state_reset
 from armada.services.stopping import job_preempt, jobs_cancel, jobs_cancel_by_state
@@ -58,9 +60,13 @@ def _batch(n: int) -> list[dict]:
     ]
 
 
+@pytest.mark.parametrize("write_behind", [False, True], ids=["in-cycle", "write-behind"])
 def test_submits_decisions_cancels_and_reprioritizes_at_once_never_deadlock(
-    settings, queue, owner, admin_user
+    settings, queue, owner, admin_user, caplog, write_behind
 ):
+    """With ``write_behind`` the scheduler's writer and recorder threads (each with its own
+    connection) write beside the cycle's own: the cycles must all run (a failed write makes
+    the next one report it did not) and no write or record fail."""
     if connection.vendor != "postgresql":
         pytest.skip("row locks and deadlock detection are PostgreSQL's")
     settings.ARMADA = parse_config(
@@ -101,7 +107,8 @@ def test_submits_decisions_cancels_and_reprioritizes_at_once_never_deadlock(
         return step
 
     def cycle(_: int) -> None:
-        scheduler_cycle(now=timezone.now())
+        report = scheduler_cycle(now=timezone.now(), write_behind=write_behind)
+        assert report.ran, "a cycle did not run: the writes before it failed"
 
     def tick(_: int) -> None:
         agent.tick(timezone.now())
@@ -151,8 +158,13 @@ def test_submits_decisions_cancels_and_reprioritizes_at_once_never_deadlock(
         "reset": reset,
     }
     race.run(steps, SECONDS)
+    lease_pipeline_drain()
 
     assert race.errors == []
+    failed = [r.getMessage() for r in caplog.records if "scheduling cycle's" in r.getMessage()]
+    assert failed == []
+    # Every cycle's round was recorded (the last KEEP_ROUNDS of them are kept).
+    assert SchedulingRound.objects.count() >= min(race.counts["scheduler"], KEEP_ROUNDS)
     assert deadlocks() == before
     # Every kind of work really ran, and ran often.
     assert all(race.counts[name] > 3 for name in steps), sorted(race.counts.items())
