@@ -96,7 +96,12 @@ def resource_factor(resource: str) -> float:
 
 
 def whole_resource_seconds(resource: str, milli: int, seconds: float) -> int:
-    return round(milli * seconds * 1e-3 / resource_factor(resource))
+    return _whole(milli, seconds, resource_factor(resource))
+
+
+def _whole(milli: int, seconds: float, factor: float) -> int:
+    """``whole_resource_seconds`` with the resource's factor already looked up."""
+    return round(milli * seconds * 1e-3 / factor)
 
 
 _STATE_OF_EVENT = {
@@ -275,7 +280,7 @@ def job_state_leases_count(
                 for resource, milli in requests.items()
             ]
         for resource, milli, factor in shape:
-            amount = round(milli * seconds * 1e-3 / factor)  # ``whole_resource_seconds``
+            amount = _whole(milli, seconds, factor)
             if amount > 0:
                 key_q = (q, resource)
                 key_n = (n, resource)
