@@ -10,6 +10,7 @@ PostgreSQL's count of deadlocks in the current database, to compare before and a
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 
@@ -19,6 +20,8 @@ from tests.conftest import container
 
 #: Seconds a thread gets to finish its step once the race is stopped.
 JOIN_TIMEOUT = 120.0
+#: Seconds a race with ``until`` may go on past its time to reach the counts it needs.
+UNTIL_TIMEOUT = 120.0
 FAKE = "fake.armadaproject.io/"
 
 
@@ -65,6 +68,12 @@ def fake_jobs(n: int, outcomes: list[dict], count: int = 6) -> list[dict]:
     ]
 
 
+def each_more_than(count: int, names) -> Callable[[Counter[str]], bool]:
+    """A race's ``until``: every step in ``names`` has run more than ``count`` times."""
+    names = list(names)
+    return lambda counts: all(counts[name] > count for name in names)
+
+
 def deadlocks() -> int:
     """How many deadlocks PostgreSQL has detected in the current database so far."""
     with connection.cursor() as cursor:
@@ -105,10 +114,20 @@ class Race:
             self.errors.append(f"{name}: {type(exc).__name__}: {exc}")
             self.stop.set()
 
-    def run(self, steps: Mapping[str, Callable[[int], None]], seconds: float) -> None:
+    def run(
+        self,
+        steps: Mapping[str, Callable[[int], None]],
+        seconds: float,
+        *,
+        until: Callable[[Counter[str]], bool] | None = None,
+    ) -> None:
         """Run every step (``step(n)``, n counting that step's runs from 0) in its own thread
         for ``seconds`` or until one fails; returns once every thread has ended (and fails
-        the test if one has not within ``JOIN_TIMEOUT``)."""
+        the test if one has not within ``JOIN_TIMEOUT``).
+
+        With ``until``, the race goes on past ``seconds`` until ``until(counts)`` holds (or
+        ``UNTIL_TIMEOUT`` has passed), so that a slow machine still races as many steps as
+        the test needs; the test then asserts the counts it relies on."""
         threads = [
             threading.Thread(target=self._loop, args=(name, step), name=name)
             for name, step in steps.items()
@@ -116,6 +135,11 @@ class Race:
         for thread in threads:
             thread.start()
         self.stop.wait(seconds)
+        if until is not None:
+            deadline = time.monotonic() + UNTIL_TIMEOUT
+            while not until(self.counts) and time.monotonic() < deadline:
+                if self.stop.wait(0.05):
+                    break
         self.stop.set()
         for thread in threads:
             thread.join(timeout=JOIN_TIMEOUT)

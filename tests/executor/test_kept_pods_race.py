@@ -26,7 +26,14 @@ from armada.services.scheduler import scheduler_cycle, scheduler_state_reset
 from armada.services.submit import job_submit
 from tests.conftest import job_file
 from tests.executor_api import ApiAgent, api_agent
-from tests.racing import Race, deadlocks, exit_code_categories, fake_jobs, flaky_policy
+from tests.racing import (
+    Race,
+    deadlocks,
+    each_more_than,
+    exit_code_categories,
+    fake_jobs,
+    flaky_policy,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -139,7 +146,7 @@ def test_kept_pod_deletions_race_reports_and_decisions_without_deadlock(
     # cycles; a busy machine fits fewer in a round), at most ROUNDS rounds.
     for _ in range(ROUNDS):
         race = Race()
-        race.run(steps, SECONDS)
+        race.run(steps, SECONDS, until=each_more_than(3, steps))
         assert race.errors == []
         assert deadlocks() == before
         assert all(race.counts[name] > 3 for name in steps), sorted(race.counts.items())

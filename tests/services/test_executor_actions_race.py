@@ -24,7 +24,7 @@ from armada.services.scheduler import scheduler_cycle, scheduler_state_reset
 from armada.services.submit import job_submit
 from tests.conftest import container, job_file
 from tests.executor_api import api_agent
-from tests.racing import Race, deadlocks
+from tests.racing import Race, deadlocks, each_more_than
 
 FAKE = "fake.armadaproject.io/"
 TERMINAL_EVENT = {
@@ -146,7 +146,7 @@ def test_executor_cancels_race_leases_and_reports_without_deadlock(
         "cancel": cancel,
         "preempt": preempt,
     }
-    race.run(steps, 6)
+    race.run(steps, 6, until=each_more_than(3, steps))
     assert race.errors == []
     assert deadlocks() == before
     assert all(race.counts[name] > 3 for name in steps), dict(race.counts)

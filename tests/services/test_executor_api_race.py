@@ -45,7 +45,7 @@ from armada.wire.executor_server import handle
 from armada.wire.server import status_of
 from tests.conftest import at, container, job_file
 from tests.executor_api import credential_for
-from tests.racing import Race, deadlocks, exit_code_categories, flaky_policy
+from tests.racing import Race, deadlocks, each_more_than, exit_code_categories, flaky_policy
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -442,7 +442,11 @@ def test_rounds_marking_runs_missing_beside_scheduling_and_reports_never_deadloc
         "cancel": cancel,
         "decide": decide,
     }
-    race.run({name: bounded(step) for name, step in steps.items()}, SECONDS)
+    race.run(
+        {name: bounded(step) for name, step in steps.items()},
+        SECONDS,
+        until=each_more_than(3, steps),
+    )
     ended = timezone.now()
     assert race.errors == []
     assert deadlocks() == before

@@ -34,7 +34,7 @@ from armada.services.stopping import job_preempt, jobs_cancel, jobs_cancel_by_st
 from armada.services.submit import job_submit
 from tests.conftest import container, job_file
 from tests.executor_api import api_agent
-from tests.racing import FAKE, Race, deadlocks, exit_code_categories, flaky_policy
+from tests.racing import FAKE, Race, deadlocks, each_more_than, exit_code_categories, flaky_policy
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -157,7 +157,7 @@ def test_submits_decisions_cancels_and_reprioritizes_at_once_never_deadlock(
         "preempt": preempt,
         "reset": reset,
     }
-    race.run(steps, SECONDS)
+    race.run(steps, SECONDS, until=each_more_than(3, steps))
     lease_pipeline_drain()
 
     assert race.errors == []

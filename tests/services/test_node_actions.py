@@ -20,7 +20,7 @@ from armada.services.scheduler import scheduler_cycle, scheduler_state_reset
 from armada.services.submit import job_submit
 from tests.conftest import T0, at, container, job_file
 from tests.executor_api import ApiAgent, api_agent
-from tests.racing import Race, deadlocks
+from tests.racing import Race, deadlocks, each_more_than
 
 FAKE = "fake.armadaproject.io/"
 LONG = {FAKE + "duration": "1h"}
@@ -328,7 +328,7 @@ def test_node_cancel_races_leases_and_reports_on_that_node_without_deadlock(
 
     steps = {"submit": submit_some, "scheduler": cycle, "executor": tick, "cancel": cancel}
     steps["preempt"] = preempt
-    race.run(steps, 12)
+    race.run(steps, 12, until=each_more_than(3, steps))
     assert race.errors == []
     assert deadlocks() == before
     assert all(race.counts[name] > 3 for name in steps), dict(race.counts)

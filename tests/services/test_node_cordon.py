@@ -15,7 +15,7 @@ from armada.services.errors import NotFound, PermissionDenied, ValidationFailed
 from armada.services.node_cordon import nodes_set_cordoned
 from armada.services.scheduler import scheduler_cycle, scheduler_state_reset
 from tests.conftest import at
-from tests.racing import Race, deadlocks
+from tests.racing import Race, deadlocks, each_more_than
 from tests.services.test_node_actions import configure, submit
 
 pytestmark = pytest.mark.django_db
@@ -116,7 +116,11 @@ def test_cordons_race_node_reports_and_leases_and_the_last_word_stays(
         submit(owner, 2)
         scheduler_cycle(now=timezone.now())
 
-    race.run({"cordon": cordon, "executor": report, "scheduler": lease}, 5)
+    race.run(
+        {"cordon": cordon, "executor": report, "scheduler": lease},
+        5,
+        until=each_more_than(3, ("cordon", "executor", "scheduler")),
+    )
     assert race.errors == []
     assert deadlocks() == before
     assert all(race.counts[name] > 3 for name in ("cordon", "executor", "scheduler"))

@@ -24,7 +24,7 @@ from armada.services.scheduler import scheduler_cycle, scheduler_state_reset
 from armada.services.submit import job_submit
 from tests.conftest import container, job_file
 from tests.executor_api import api_agent
-from tests.racing import Race, deadlocks
+from tests.racing import Race, deadlocks, each_more_than
 from tests.services.test_queue_actions import labelled
 
 # --- at once, on PostgreSQL -------------------------------------------------------------------
@@ -114,7 +114,7 @@ def test_cancels_across_queues_beside_submits_cordons_and_scheduling_never_deadl
         "scheduler": lambda _: scheduler_cycle(now=timezone.now()),
         "executor": lambda _: agent.tick(timezone.now()),
     }
-    race.run(steps, seconds=15.0)
+    race.run(steps, seconds=15.0, until=each_more_than(3, steps))
 
     assert race.errors == []
     assert deadlocks() == before

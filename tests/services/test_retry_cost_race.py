@@ -34,7 +34,15 @@ from armada.services.scheduler import scheduler_cycle, scheduler_state_reset
 from armada.services.submit import job_submit
 from tests.conftest import job_file
 from tests.executor_api import ApiAgent, api_agent
-from tests.racing import FAKE, Race, deadlocks, exit_code_categories, fake_jobs, flaky_policy
+from tests.racing import (
+    FAKE,
+    Race,
+    deadlocks,
+    each_more_than,
+    exit_code_categories,
+    fake_jobs,
+    flaky_policy,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -115,7 +123,7 @@ def test_parallel_writers_of_the_retry_cost_never_deadlock_and_the_rollups_add_u
         "heal": heal,
         "rebuild": lambda _: rebuild_yield_rollup(),
     }
-    race.run(steps, SECONDS)
+    race.run(steps, SECONDS, until=each_more_than(3, steps))
     assert race.errors == []
     assert deadlocks() == before
     assert all(race.counts[name] > 3 for name in steps), sorted(race.counts.items())

@@ -20,7 +20,7 @@ from armada.services.stopping import jobs_cancel
 from armada.services.submit import job_submit
 from tests.conftest import container, job_file
 from tests.executor_api import api_agent
-from tests.racing import FAKE, Race, deadlocks
+from tests.racing import FAKE, Race, deadlocks, each_more_than
 
 LICENCE = "example.com/licence"
 CAP_MILLI_CPU = 16_000  # a quarter of 64 cpu
@@ -139,7 +139,7 @@ def test_limits_hold_while_jobs_come_go_and_are_cancelled(settings, queue, owner
 
     steps = {"submit": submit, "scheduler": cycle, "executor": tick, "cancel": cancel}
     steps["watch"] = watch
-    race.run(steps, 8)
+    race.run(steps, 8, until=each_more_than(3, steps))
     assert race.errors == []
     assert deadlocks() == before
     assert all(race.counts[name] > 3 for name in steps), dict(race.counts)

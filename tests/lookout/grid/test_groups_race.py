@@ -20,7 +20,7 @@ from armada.models import Job
 from lookout.grid import groups
 from lookout.grid.filters import JobFilters, apply_filters, jobs_visible
 from tests.lookout.builders import make_job, make_run
-from tests.racing import Race
+from tests.racing import Race, each_more_than
 from tests.waiting import wait_until
 
 JOBS = 90
@@ -102,6 +102,7 @@ def test_parallel_viewers_get_consistent_groups_while_jobs_change_state(
             "writer-2": change_states,
         },
         seconds=6.0,
+        until=each_more_than(2, ("top-1", "top-2", "node", "writer-1")),
     )
     assert race.errors == []
     assert min(race.counts[name] for name in ("top-1", "top-2", "node")) >= 3
