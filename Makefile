@@ -46,9 +46,9 @@ wheel: install
 	rm -rf build dist
 	$(BIN)/python -m build --wheel --outdir dist .
 
-# The whole suite, in two pytest processes at once (tests/run_suite.py: the tests that start
-# no process beside the rest, each with a database of its own). With PYTEST_ARGS (a
-# selection), just that.
+# The whole suite, in three pytest processes at once (tests/run_suite.py: the end-to-end
+# tests, the tests that start no process, and the rest, each with a database of its own).
+# With PYTEST_ARGS (a selection), just that.
 test: install browser
 ifeq ($(strip $(PYTEST_ARGS)),)
 	$(BIN)/python tests/run_suite.py

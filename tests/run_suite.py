@@ -1,55 +1,80 @@
-"""The whole test suite in two pytest processes at once, one per core (``make test``).
+"""The whole test suite in three pytest processes at once (``make test``).
 
-The side process runs the tests that start no process of their own (the pure core, the REST
-API, Lookout's pages, the services); the main process runs the rest (end to end, the browser, the
-executors, the races). Each has its own database (the side's is ``DATABASE_URL``'s with
-``_side`` added, so its test database is another) and its own Redis database, so neither
-sees the other's rows, keys or wake-up channels. The side's report is printed after the
-main one's; the exit status fails if either failed.
+- ``main`` runs what no other group names: the browser, the wire protocols, the CLI, the
+  executors;
+- ``e2e`` runs the end-to-end tests, whose time goes mostly to processes they start and wait
+  for;
+- ``side`` runs the tests that start no process of their own (the pure core, the REST API,
+  Lookout's pages, the services).
 
-    python tests/run_suite.py [pytest arguments for both]
+Each group but ``main`` has its own database (``DATABASE_URL``'s with ``_<group>`` added,
+so its test database is another) and its own Redis database, so no group sees another's
+rows, keys or wake-up channels. The other groups' reports are printed after the main one's;
+the exit status fails if any failed.
+
+    python tests/run_suite.py [pytest arguments for every group]
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import subprocess
 import sys
 import tempfile
 
-SIDE = ["tests/core", "tests/api", "tests/lookout", "tests/services"]
+#: The groups run beside ``main``, each with its paths, in the order their reports print.
+GROUPS: dict[str, list[str]] = {
+    "e2e": ["tests/e2e"],
+    "side": ["tests/core", "tests/api", "tests/lookout", "tests/services"],
+}
+REDIS_DATABASES = 16  # Redis's default number of databases
 
 
-def side_env(env: dict[str, str]) -> dict[str, str]:
+def group_env(env: dict[str, str], index: int, name: str) -> dict[str, str]:
+    """``env`` for the ``index``-th group beside ``main`` (from 1): ``DATABASE_URL``'s
+    database name with ``_<name>`` added, and for ``REDIS_URL`` the ``index``-th database
+    counting down from 15 that is not ``main``'s (never 0, the one a plain URL uses); each
+    only when set."""
     out = dict(env)
     database = env.get("DATABASE_URL", "")
     if database:
         base, _, query = database.partition("?")
-        out["DATABASE_URL"] = f"{base}_side" + (f"?{query}" if query else "")
+        out["DATABASE_URL"] = f"{base}_{name}" + (f"?{query}" if query else "")
     redis = env.get("REDIS_URL", "")
     if redis:
         found = re.search(r"/(\d+)$", redis)
         number = int(found.group(1)) if found else 0
-        other = 13 if number == 15 else 15
+        others = [n for n in range(REDIS_DATABASES - 1, 0, -1) if n != number]
+        other = others[index - 1]
         out["REDIS_URL"] = (redis[: found.start()] if found else redis.rstrip("/")) + f"/{other}"
     return out
 
 
 def main(args: list[str]) -> int:
     pytest = [sys.executable, "-m", "pytest", *args]
-    with tempfile.TemporaryFile("w+") as log:
-        side = subprocess.Popen(
-            [*pytest, *SIDE], stdout=log, stderr=subprocess.STDOUT, env=side_env(dict(os.environ))
-        )
+    with contextlib.ExitStack() as stack:
+        logs = {name: stack.enter_context(tempfile.TemporaryFile("w+")) for name in GROUPS}
+        beside = {
+            name: subprocess.Popen(
+                [*pytest, *paths],
+                stdout=logs[name],
+                stderr=subprocess.STDOUT,
+                env=group_env(dict(os.environ), index, name),
+            )
+            for index, (name, paths) in enumerate(GROUPS.items(), start=1)
+        }
+        ignored = [f"--ignore={p}" for paths in GROUPS.values() for p in paths]
         try:
-            main_status = subprocess.call([*pytest, *(f"--ignore={p}" for p in SIDE)])
+            statuses = [subprocess.call([*pytest, *ignored])]
         finally:
-            side_status = side.wait()
-        log.seek(0)
-        print(f"== {', '.join(SIDE)} (run beside the rest)", flush=True)
-        sys.stdout.write(log.read())
-    return 0 if main_status == 0 and side_status == 0 else 1
+            statuses += [process.wait() for process in beside.values()]
+        for name, log in logs.items():
+            log.seek(0)
+            print(f"== {name}: {', '.join(GROUPS[name])} (run beside the rest)", flush=True)
+            sys.stdout.write(log.read())
+    return 0 if all(status == 0 for status in statuses) else 1
 
 
 if __name__ == "__main__":
