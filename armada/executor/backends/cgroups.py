@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from armada.executor.backends import local_shim as shim
+from armada.executor.backends import local_pod_files as pod_files
 from armada.executor.backends.base import (
     PodCreationFailed,
 )
@@ -181,7 +181,7 @@ def _remove_cgroups(info: Mapping[str, Any]) -> bool:
             pass
         except OSError:
             ok = False
-            shim.kill_cgroup(d)
+            pod_files.kill_cgroup(d)
     return ok
 
 

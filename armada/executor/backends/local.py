@@ -7,7 +7,7 @@ and security contexts are ignored, and the processes run as the executor's own u
 Design
 ------
 *State.* Everything about a pod lives in ``<state_dir>/pods/<pod name>/`` (file names in
-``local_shim``): ``pod.json`` (the request and the resolved plan, written once by
+``local_pod_files``): ``pod.json`` (the request and the resolved plan, written once by
 ``create_pod``), ``shim.json`` (pid, start time and boot id of the pod's shim),
 ``status.json`` (progress and results, kept by the shim), ``delete.json`` (written by
 ``delete_pod``), ``lost.json`` (written when the shim is found gone without a result),
@@ -70,7 +70,7 @@ from pathlib import Path
 from typing import Any
 
 from armada.core.utilisation import UsageSample
-from armada.executor.backends import local_shim as shim
+from armada.executor.backends import local_pod_files as pod_files
 from armada.executor.backends.base import (
     LogPosition,
     LogRead,
@@ -142,7 +142,7 @@ class LocalBackend(LocalDeletion):
         self._cgroups: _Cgroups | None = None
         self._probed = False
         self._children: list[subprocess.Popen[bytes]] = []  # shims we started, to reap
-        self._boot_id = shim.boot_id()
+        self._boot_id = pod_files.boot_id()
 
     # --- cgroups ---------------------------------------------------------------------------
 
@@ -195,7 +195,7 @@ class LocalBackend(LocalDeletion):
         self._claim(pod_dir)
         cgroups: dict[str, Any] | None = None
         try:
-            for sub in (shim.LOG_DIR, shim.TERMINATION_DIR, shim.WORK_DIR):
+            for sub in (pod_files.LOG_DIR, pod_files.TERMINATION_DIR, pod_files.WORK_DIR):
                 (pod_dir / sub).mkdir()
             setup = self._cgroup_setup()
             names = [c["name"] for c in plan["init_containers"] + plan["containers"]]
@@ -209,8 +209,8 @@ class LocalBackend(LocalDeletion):
                         c["join_optional"] = [str(Path(cgroups["cpu"], "cgroup.procs"))]
             else:
                 plan["rlimit_as"] = memory_limit
-            shim.write_json(
-                pod_dir / shim.POD_FILE,
+            pod_files.write_json(
+                pod_dir / pod_files.POD_FILE,
                 {
                     "name": pod.name,
                     "run_id": pod.run_id,
@@ -247,7 +247,7 @@ class LocalBackend(LocalDeletion):
                     age = time.time() - pod_dir.stat().st_mtime
                 except FileNotFoundError:
                     continue
-                if (pod_dir / shim.POD_FILE).exists() or age < CREATION_WINDOW:
+                if (pod_dir / pod_files.POD_FILE).exists() or age < CREATION_WINDOW:
                     raise PodExists(pod_dir.name) from None
                 self._trash(pod_dir)  # a creation that died half-way
         raise PodExists(pod_dir.name)
@@ -281,7 +281,7 @@ class LocalBackend(LocalDeletion):
         for status in pods:
             if status.running_at is None or status.finished_at is not None:
                 continue
-            doc = shim.read_json(self._pods / status.name / shim.POD_FILE)
+            doc = pod_files.read_json(self._pods / status.name / pod_files.POD_FILE)
             sample = pod_usage(doc.get("cgroups"), now) if isinstance(doc, dict) else None
             if sample is not None:
                 out[status.name] = sample
@@ -291,15 +291,15 @@ class LocalBackend(LocalDeletion):
         self._children = [p for p in self._children if p.poll() is None]
 
     def _shim_alive(self, pod_dir: Path, doc: Mapping[str, Any]) -> bool:
-        info = shim.read_json(pod_dir / shim.SHIM_FILE)
+        info = pod_files.read_json(pod_dir / pod_files.SHIM_FILE)
         if not isinstance(info, dict):  # create_pod under way in some process, or died
             return time.time() - float(doc.get("created_at", 0)) < CREATION_WINDOW
-        return shim.is_alive(int(info.get("pid") or 0), info.get("start_ticks"), self._boot_id)
+        return pod_files.is_alive(int(info.get("pid") or 0), info.get("start_ticks"), self._boot_id)
 
     def _mark_lost(
         self, pod_dir: Path, doc: Mapping[str, Any], st: Mapping[str, Any]
     ) -> dict | None:
-        info = shim.read_json(pod_dir / shim.SHIM_FILE) or {}
+        info = pod_files.read_json(pod_dir / pod_files.SHIM_FILE) or {}
         pid = info.get("pid", "unknown")
         message = (
             f"the processes of pod {doc['name']} are gone without a recorded result: its shim "
@@ -309,7 +309,7 @@ class LocalBackend(LocalDeletion):
             message += f"; the shim failed with {st['shim_error']}"
         lost = {"detected_at": time.time(), "message": message}
         try:
-            shim.write_json(pod_dir / shim.LOST_FILE, lost)
+            pod_files.write_json(pod_dir / pod_files.LOST_FILE, lost)
         except FileNotFoundError:
             return None  # not lost: removed meanwhile (by another process's poll)
         return lost
@@ -317,13 +317,15 @@ class LocalBackend(LocalDeletion):
     def _observe(self, pod_dir: Path) -> tuple[dict, dict, dict | None] | None:
         """pod.json, status.json and lost.json of a pod, marking it lost when its shim is
         gone without a final status; None when there is no (complete) pod."""
-        doc = shim.read_json(pod_dir / shim.POD_FILE)
+        doc = pod_files.read_json(pod_dir / pod_files.POD_FILE)
         if not isinstance(doc, dict):
             return None
-        st = shim.read_json(pod_dir / shim.STATUS_FILE) or {}
-        lost = shim.read_json(pod_dir / shim.LOST_FILE)
+        st = pod_files.read_json(pod_dir / pod_files.STATUS_FILE) or {}
+        lost = pod_files.read_json(pod_dir / pod_files.LOST_FILE)
         if lost is None and not st.get("done") and not self._shim_alive(pod_dir, doc):
-            st = shim.read_json(pod_dir / shim.STATUS_FILE) or {}  # it may just have ended
+            st = (
+                pod_files.read_json(pod_dir / pod_files.STATUS_FILE) or {}
+            )  # it may just have ended
             if not st.get("done"):
                 lost = self._mark_lost(pod_dir, doc, st)
                 if lost is None:
@@ -335,7 +337,7 @@ class LocalBackend(LocalDeletion):
         if observed is None:
             return None
         doc, st, lost = observed
-        deleting = (pod_dir / shim.DELETE_FILE).exists()
+        deleting = (pod_dir / pod_files.DELETE_FILE).exists()
         if deleting and (st.get("done") or lost is not None):
             if lost is not None:
                 self._kill_lost(doc, st)

@@ -16,7 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from armada.executor.backends import local_shim as shim
+from armada.executor.backends import local_pod_files as pod_files
 from armada.executor.backends.cgroups import _remove_cgroups
 from armada.executor.backends.local_plan import valid_pod_name
 
@@ -42,13 +42,13 @@ class LocalDeletion:
         doc, st, lost = observed
         grace = grace_seconds if grace_seconds > 0 else float(doc["plan"]["grace_seconds"])
         t = time.time()
-        previous = shim.read_json(pod_dir / shim.DELETE_FILE)
+        previous = pod_files.read_json(pod_dir / pod_files.DELETE_FILE)
         request = {"requested_at": t, "kill_at": t + grace, "grace_seconds": grace}
         if isinstance(previous, dict):
             request["requested_at"] = previous.get("requested_at", t)
             request["kill_at"] = min(request["kill_at"], previous.get("kill_at", t))
         try:
-            shim.write_json(pod_dir / shim.DELETE_FILE, request)
+            pod_files.write_json(pod_dir / pod_files.DELETE_FILE, request)
         except FileNotFoundError:
             return  # removed meanwhile
         if st.get("done") or lost is not None:
@@ -56,9 +56,9 @@ class LocalDeletion:
                 self._kill_lost(doc, st)
             self._remove(pod_dir, doc)
             return
-        info = shim.read_json(pod_dir / shim.SHIM_FILE) or {}
+        info = pod_files.read_json(pod_dir / pod_files.SHIM_FILE) or {}
         pid = int(info.get("pid") or 0)
-        if shim.is_alive(pid, info.get("start_ticks"), self._boot_id):
+        if pod_files.is_alive(pid, info.get("start_ticks"), self._boot_id):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGUSR1)  # look at delete.json now
 
@@ -67,12 +67,12 @@ class LocalDeletion:
         cgroups = doc.get("cgroups")
         if cgroups:
             for cgroup in cgroups.get("containers", {}).values():
-                shim.kill_cgroup(cgroup)
+                pod_files.kill_cgroup(cgroup)
             return
         for record in st.get("containers") or []:
             pid = record.get("pid")
             # Only a group whose leader is provably ours: pids are reused.
-            if pid and shim.is_alive(pid, record.get("start_ticks"), self._boot_id):
+            if pid and pod_files.is_alive(pid, record.get("start_ticks"), self._boot_id):
                 with contextlib.suppress(OSError):
                     os.killpg(pid, signal.SIGKILL)
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from armada.executor.backends import local_shim as shim
+from armada.executor.backends import local_pod_files as pod_files
 from armada.executor.backends.base import PodCreationFailed, PodRequest
 from armada.executor.backends.local_spec import (
     _cpu_request,
@@ -130,12 +130,12 @@ def _container_plan(
     if any("\0" in a for a in argv):
         raise PodCreationFailed(f"{where}: command and args must not contain NUL")
 
-    work = pod_dir / shim.WORK_DIR
+    work = pod_dir / pod_files.WORK_DIR
     working_dir = c.get("workingDir")
     if working_dir is not None and not isinstance(working_dir, str):
         raise PodCreationFailed(f"{where}.workingDir must be a string")
     cwd = str(work / working_dir) if working_dir else str(work)  # absolute stays absolute
-    termination = pod_dir / shim.TERMINATION_DIR / name
+    termination = pod_dir / pod_files.TERMINATION_DIR / name
     extra = c.get("terminationMessagePath")
     if extra is not None and not isinstance(extra, str):
         raise PodCreationFailed(f"{where}.terminationMessagePath must be a string")
@@ -158,7 +158,7 @@ def _container_plan(
         "argv": argv,
         "env": env,
         "cwd": cwd,
-        "log": str(pod_dir / shim.LOG_DIR / f"{name}.log"),
+        "log": str(pod_dir / pod_files.LOG_DIR / f"{name}.log"),
         "termination_path": str(termination),
         "extra_termination_path": os.path.join(cwd, extra) if extra else None,
         "fallback_to_logs": policy == "FallbackToLogsOnError",

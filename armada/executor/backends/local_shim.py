@@ -9,8 +9,9 @@ enforces ``activeDeadlineSeconds`` and carries out deletions asked for through
 ``delete.json`` (SIGTERM to each container's main process, SIGKILL to all of its processes
 once the grace period is over).
 
-This file is run by path and must import nothing but the standard library; ``local.py``
-imports it for the file names and the small helpers both sides share.
+This file is run by path and must import nothing but the standard library. The pod
+directory's files and the helpers both sides use are in ``local_pod_files.py``, which the
+shim loads by its path when it runs as a script.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import functools
-import json
+import importlib.util
 import os
 import resource
 import select
@@ -28,159 +29,29 @@ import sys
 import time
 import traceback
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
-# The files of a pod's directory. Each has one writer; every write replaces the file
-# atomically, so a reader in any process sees either the old or the new content.
-POD_FILE = "pod.json"  # backend, once: the request and the resolved plan
-SHIM_FILE = "shim.json"  # backend, once: pid, start time and boot id of the shim
-STATUS_FILE = "status.json"  # shim: progress and results
-DELETE_FILE = "delete.json"  # backend: deletion asked for, and when to SIGKILL
-LOST_FILE = "lost.json"  # backend: the shim vanished without a result, found at this time
-SHIM_LOG = "shim.log"  # the shim's own stderr
-LOG_DIR = "logs"  # <container>.log: stdout and stderr of each container
-TERMINATION_DIR = "termination"  # <container>: ARMADA_TERMINATION_MESSAGE_PATH
-WORK_DIR = "work"  # default working directory and HOME of the pod's containers
-
 READY = b"ready\n"  # written on the shim's stdout once status.json exists
-MAX_MESSAGE_BYTES = 4096  # termination messages, as in Kubernetes
-FALLBACK_LOG_LINES = 80  # FallbackToLogsOnError takes at most this many last lines
 LEFTOVER_WAIT_SECONDS = 5.0  # how long the shim waits for killed stragglers at the end
 START_ERROR_EXIT_CODE = 128  # what container runtimes report for a process that never ran
 _PR_SET_CHILD_SUBREAPER = 36
 
 
-def write_json(path: Path, data: Any) -> None:
-    """Replace ``path`` with ``data`` atomically (write a temporary file, then rename)."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data))
-    os.replace(tmp, path)
+def _sibling(name: str) -> ModuleType:
+    """The module ``name`` of this file's folder, loaded from its file: run by path with
+    ``-I -S``, the shim has no package on its path."""
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-def read_json(path: Path) -> Any:
-    """The content of ``path``, or None when it is missing or unreadable."""
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def boot_id() -> str:
-    try:
-        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-    except OSError:
-        return ""
-
-
-def start_ticks(pid: int) -> int | None:
-    """When process ``pid`` started (``/proc/<pid>/stat`` field 22, clock ticks since boot);
-    None when there is no such process or it is a zombie. With the pid and the boot id it
-    names a process for good: a pid reused later has another start time."""
-    try:
-        data = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = data.rsplit(")", 1)[-1].split()
-    if len(fields) < 20 or fields[0] in ("Z", "X"):
-        return None
-    return int(fields[19])
-
-
-def is_alive(pid: int, ticks: int | None, boot: str) -> bool:
-    """Whether the process recorded as (``pid``, ``ticks``, ``boot``) is still running."""
-    return bool(pid) and ticks is not None and boot == boot_id() and start_ticks(pid) == ticks
-
-
-def cgroup_pids(cgroup: str | None) -> list[int]:
-    """The processes in ``cgroup`` (its own, not its children's)."""
-    if not cgroup:
-        return []
-    try:
-        text = Path(cgroup, "cgroup.procs").read_text()
-    except OSError:
-        return []
-    return [int(p) for p in text.split()]
-
-
-def kill_cgroup(cgroup: str | None, sig: int = signal.SIGKILL) -> bool:
-    """Send ``sig`` to every process in ``cgroup``; True when it had any."""
-    pids = cgroup_pids(cgroup)
-    if not pids:
-        return False
-    if sig == signal.SIGKILL and Path(cgroup or "", "cgroup.kill").exists():
-        with contextlib.suppress(OSError):
-            Path(cgroup or "", "cgroup.kill").write_text("1")
-            return True
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, sig)
-    return True
-
-
-def oom_kills(cgroup: str, version: int) -> int | None:
-    """How many processes the kernel OOM-killed in ``cgroup``: ``oom_kill`` of
-    ``memory.events`` (v2) or ``memory.oom_control`` (v1); None when the kernel has no such
-    counter."""
-    name = "memory.events" if version == 2 else "memory.oom_control"
-    try:
-        text = Path(cgroup, name).read_text()
-    except OSError:
-        return None
-    for line in text.splitlines():
-        key, _, value = line.partition(" ")
-        if key == "oom_kill":
-            return int(value)
-    return None
-
-
-def _failcnt(cgroup: str) -> int:
-    try:
-        return int(Path(cgroup, "memory.failcnt").read_text())
-    except (OSError, ValueError):
-        return 0
-
-
-def read_tail(path: str | Path, limit: int) -> bytes:
-    """The last ``limit`` bytes of ``path``; empty when it cannot be read."""
-    if limit <= 0:
-        return b""
-    try:
-        with open(path, "rb") as f:
-            size = f.seek(0, os.SEEK_END)
-            f.seek(max(0, size - limit))
-            return f.read(limit)
-    except OSError:
-        return b""
-
-
-def log_tail_message(path: str | Path) -> str:
-    """Kubernetes' FallbackToLogsOnError: the last lines of a log, at most 4096 bytes."""
-    data = read_tail(path, MAX_MESSAGE_BYTES + 1)
-    if len(data) > MAX_MESSAGE_BYTES:  # cut: drop the partial first line
-        data = data[1:]
-        cut = data.find(b"\n")
-        data = data[cut + 1 :] if cut >= 0 else data
-    lines = data.decode("utf-8", "replace").strip().splitlines()
-    return "\n".join(lines[-FALLBACK_LOG_LINES:])
-
-
-def termination_message(plan: dict[str, Any], started_at: float, failed: bool) -> str:
-    """The container's termination message: the file at ARMADA_TERMINATION_MESSAGE_PATH,
-    else its own ``terminationMessagePath`` when that was written during its run, else (when
-    it failed and the policy allows) the tail of its log."""
-    own = read_tail(plan["termination_path"], MAX_MESSAGE_BYTES).decode("utf-8", "replace")
-    if own.strip():
-        return own.strip()
-    extra = plan.get("extra_termination_path")
-    if extra:
-        with contextlib.suppress(OSError):
-            if os.stat(extra).st_mtime >= started_at - 1:
-                text = read_tail(extra, MAX_MESSAGE_BYTES).decode("utf-8", "replace")
-                if text.strip():
-                    return text.strip()
-    if failed and plan.get("fallback_to_logs", True):
-        return log_tail_message(plan["log"])
-    return ""
+if __package__:
+    from armada.executor.backends import local_pod_files as files
+else:
+    files = _sibling("local_pod_files")
 
 
 def _noop(signum: int, frame: Any) -> None:
@@ -251,9 +122,9 @@ class Shim:
 
     def __init__(self, pod_dir: Path) -> None:
         self.dir = pod_dir
-        doc = read_json(pod_dir / POD_FILE)
+        doc = files.read_json(pod_dir / files.POD_FILE)
         if not isinstance(doc, dict):
-            raise SystemExit(f"{pod_dir / POD_FILE} is missing or unreadable")
+            raise SystemExit(f"{pod_dir / files.POD_FILE} is missing or unreadable")
         self.plan: dict[str, Any] = doc["plan"]
         self.version: int | None = self.plan.get("cgroup_version")
         self.grace = float(self.plan.get("grace_seconds", 30.0))
@@ -280,7 +151,7 @@ class Shim:
         self.wake_r = -1
 
     def save(self) -> None:
-        write_json(self.dir / STATUS_FILE, self.status)
+        files.write_json(self.dir / files.STATUS_FILE, self.status)
 
     # --- the event loop -------------------------------------------------------------------
 
@@ -342,7 +213,7 @@ class Shim:
     def check_requests(self) -> None:
         """Deletion, SIGTERM to the shim, the deadline; SIGKILL once the grace is over."""
         now = time.time()
-        request = read_json(self.dir / DELETE_FILE)
+        request = files.read_json(self.dir / files.DELETE_FILE)
         if isinstance(request, dict):
             kill_at = float(request.get("kill_at", now))
             if not self.stop_reason:
@@ -415,7 +286,7 @@ class Shim:
         self.procs.append(proc)
         container.pid = proc.pid
         record["pid"] = proc.pid
-        record["start_ticks"] = start_ticks(proc.pid)
+        record["start_ticks"] = files.start_ticks(proc.pid)
         self.running[proc.pid] = container
         self.save()
         return container
@@ -423,7 +294,7 @@ class Shim:
     def kill_rest(self, container: _Container) -> None:
         """SIGKILL whatever is left of a container: its cgroup and its process group (what
         the end of a container's pid namespace does)."""
-        kill_cgroup(container.plan.get("cgroup"))
+        files.kill_cgroup(container.plan.get("cgroup"))
         if container.pid:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(container.pid, signal.SIGKILL)
@@ -440,12 +311,12 @@ class Shim:
         cgroup = container.plan.get("cgroup")
         oom = False
         if cgroup and self.version:
-            kills = oom_kills(cgroup, self.version)
+            kills = files.oom_kills(cgroup, self.version)
             record["oom_kills"] = kills
             if kills is not None:
                 oom = kills > 0
             else:  # an old kernel without the counter: a SIGKILL after hitting the limit
-                oom = record["signal"] == signal.SIGKILL and _failcnt(cgroup) > 0
+                oom = record["signal"] == signal.SIGKILL and files.failcnt(cgroup) > 0
         if code == 0:
             reason = "Completed"
         elif oom:
@@ -455,7 +326,7 @@ class Shim:
         else:
             reason = "Error"
         record["reason"] = reason
-        record["message"] = termination_message(
+        record["message"] = files.termination_message(
             container.plan, record["started_at"], failed=code != 0
         )
         self.save()
@@ -471,7 +342,7 @@ class Shim:
                     continue
                 cgroup = container.plan.get("cgroup")
                 if cgroup:
-                    left = kill_cgroup(cgroup) or left
+                    left = files.kill_cgroup(cgroup) or left
                     with contextlib.suppress(OSError):
                         os.killpg(container.pid, signal.SIGKILL)
                 else:

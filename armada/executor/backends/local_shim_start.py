@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+from armada.executor.backends import local_pod_files as pod_files
 from armada.executor.backends import local_shim as shim
 from armada.executor.backends.base import PodCreationFailed
 
@@ -27,7 +28,7 @@ def start_shim(name: str, pod_dir: Path, boot_id: str) -> subprocess.Popen[bytes
     ``SHIM_START_TIMEOUT``); the process, for its starter to reap."""
     if not sys.executable:
         raise PodCreationFailed("no Python interpreter to run the pod's shim with")
-    with open(pod_dir / shim.SHIM_LOG, "ab") as err:
+    with open(pod_dir / pod_files.SHIM_LOG, "ab") as err:
         proc = subprocess.Popen(
             [sys.executable, "-I", "-S", str(SHIM_PATH), str(pod_dir)],
             stdin=subprocess.DEVNULL,
@@ -40,11 +41,11 @@ def start_shim(name: str, pod_dir: Path, boot_id: str) -> subprocess.Popen[bytes
     assert proc.stdout is not None
     try:
         # Our child and not reaped yet, so the pid cannot name another process.
-        shim.write_json(
-            pod_dir / shim.SHIM_FILE,
+        pod_files.write_json(
+            pod_dir / pod_files.SHIM_FILE,
             {
                 "pid": proc.pid,
-                "start_ticks": shim.start_ticks(proc.pid),
+                "start_ticks": pod_files.start_ticks(proc.pid),
                 "boot_id": boot_id,
             },
         )
@@ -56,7 +57,7 @@ def start_shim(name: str, pod_dir: Path, boot_id: str) -> subprocess.Popen[bytes
             os.killpg(proc.pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(5)
-        tail = shim.read_tail(pod_dir / shim.SHIM_LOG, 2000).decode("utf-8", "replace")
+        tail = pod_files.read_tail(pod_dir / pod_files.SHIM_LOG, 2000).decode("utf-8", "replace")
         raise PodCreationFailed(
             f"the shim of pod {name} did not start: {tail.strip() or 'no output'}"
         )

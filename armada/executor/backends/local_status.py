@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from armada.executor.backends import local_shim as shim
+from armada.executor.backends import local_pod_files as pod_files
 from armada.executor.backends.base import (
     ContainerResult,
     LogPosition,
@@ -103,17 +103,17 @@ def pod_log(pod_dir: Path, limit_bytes: int) -> str:
     """The tail of the pod's containers' logs, at most ``limit_bytes`` (init containers
     first, in spec order); with more than one container each log is headed by
     ``==> <container> <==``. Empty when the pod has no plan (yet)."""
-    doc = shim.read_json(pod_dir / shim.POD_FILE)
+    doc = pod_files.read_json(pod_dir / pod_files.POD_FILE)
     if not isinstance(doc, dict):
         return ""
     plans = doc["plan"]["init_containers"] + doc["plan"]["containers"]
     logs = [(p["name"], Path(p["log"])) for p in plans if Path(p["log"]).exists()]
     if len(logs) == 1:
-        return shim.read_tail(logs[0][1], limit_bytes).decode("utf-8", "replace")
+        return pod_files.read_tail(logs[0][1], limit_bytes).decode("utf-8", "replace")
     parts: list[bytes] = []
     remaining = limit_bytes
     for container, path in reversed(logs):
-        body = shim.read_tail(path, remaining)
+        body = pod_files.read_tail(path, remaining)
         parts.append(body)
         remaining -= len(body)
         header = f"==> {container} <==\n".encode()
@@ -132,7 +132,7 @@ def pod_log_since(
     """What each container's log file gained past ``since`` (keyed by the container's name,
     or ``""`` for a pod of one container), the last ``limit_bytes`` of it at most; None when
     the pod has no plan (it is unknown, or not made yet)."""
-    doc = shim.read_json(pod_dir / shim.POD_FILE)
+    doc = pod_files.read_json(pod_dir / pod_files.POD_FILE)
     if not isinstance(doc, dict):
         return None
     plans = doc["plan"]["init_containers"] + doc["plan"]["containers"]
