@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from django.db import connection
 
@@ -68,7 +68,7 @@ def fake_jobs(n: int, outcomes: list[dict], count: int = 6) -> list[dict]:
     ]
 
 
-def each_more_than(count: int, names) -> Callable[[Counter[str]], bool]:
+def each_more_than(count: int, names: Iterable[str]) -> Callable[[Counter[str]], bool]:
     """A race's ``until``: every step in ``names`` has run more than ``count`` times."""
     names = list(names)
     return lambda counts: all(counts[name] > count for name in names)
