@@ -66,8 +66,9 @@ def main(args: list[str]) -> int:
             for index, (name, paths) in enumerate(GROUPS.items(), start=1)
         }
         ignored = [f"--ignore={p}" for paths in GROUPS.values() for p in paths]
+        statuses: list[int] = []
         try:
-            statuses = [subprocess.call([*pytest, *ignored])]
+            statuses.append(subprocess.call([*pytest, *ignored]))
         finally:
             statuses += [process.wait() for process in beside.values()]
         for name, log in logs.items():
