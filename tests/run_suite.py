@@ -32,11 +32,28 @@ GROUPS: dict[str, list[str]] = {
 REDIS_DATABASES = 16  # Redis's default number of databases
 
 
+def redis_numbers(main: int, count: int) -> list[int]:
+    """Redis database numbers for ``count`` groups beside a suite on database ``main``. A
+    suite's tests use its number ``n`` and the processes they start use ``n - 1``
+    (``tests.e2e.conftest.process_env``), so every group gets a pair that no other group
+    touches, counting down from 15; neither number is ever 0, the one a plain URL uses."""
+    used = {main % REDIS_DATABASES, (main - 1) % REDIS_DATABASES}
+    numbers: list[int] = []
+    for n in range(REDIS_DATABASES - 1, 1, -1):
+        if len(numbers) == count:
+            break
+        if not {n, n - 1} & used:
+            numbers.append(n)
+            used |= {n, n - 1}
+    if len(numbers) < count:
+        raise ValueError(f"no {count} free pairs of Redis databases beside /{main}")
+    return numbers
+
+
 def group_env(env: dict[str, str], index: int, name: str) -> dict[str, str]:
     """``env`` for the ``index``-th group beside ``main`` (from 1): ``DATABASE_URL``'s
-    database name with ``_<name>`` added, and for ``REDIS_URL`` the ``index``-th database
-    counting down from 15 that is not ``main``'s (never 0, the one a plain URL uses); each
-    only when set."""
+    database name with ``_<name>`` added, and ``REDIS_URL``'s database number the
+    ``index``-th of ``redis_numbers``; each only when set."""
     out = dict(env)
     database = env.get("DATABASE_URL", "")
     if database:
@@ -46,8 +63,7 @@ def group_env(env: dict[str, str], index: int, name: str) -> dict[str, str]:
     if redis:
         found = re.search(r"/(\d+)$", redis)
         number = int(found.group(1)) if found else 0
-        others = [n for n in range(REDIS_DATABASES - 1, 0, -1) if n != number]
-        other = others[index - 1]
+        other = redis_numbers(number, index)[index - 1]
         out["REDIS_URL"] = (redis[: found.start()] if found else redis.rstrip("/")) + f"/{other}"
     return out
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.run_suite import GROUPS, group_env
@@ -24,9 +26,15 @@ def test_every_group_has_a_database_and_a_redis_database_of_its_own(redis):
     assert len(set(redises)) == len(redises)
     assert all(d.endswith("?sslmode=disable") for d in databases)
     assert all(env["OTHER"] == "kept" for env in every)
-    for env in every[1:]:
-        number = int(env["REDIS_URL"].rsplit("/", 1)[1])
-        assert 1 <= number <= 15  # never 0, the database a URL without a number uses
+    # Each suite's tests use its number and the processes they start the one below it
+    # (``tests.e2e.conftest.process_env``): no two groups share either.
+    pairs = []
+    for env in every:
+        found = re.search(r"/(\d+)$", env["REDIS_URL"])
+        number = int(found.group(1)) if found else 0
+        pairs.append({number, (number - 1) % 16})
+    assert all(not a & b for i, a in enumerate(pairs) for b in pairs[i + 1 :]), pairs
+    assert all(0 not in pair for pair in pairs[1:])  # 0: the one a URL without a number uses
 
 
 def test_unset_urls_stay_unset():
