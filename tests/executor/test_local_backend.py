@@ -474,7 +474,7 @@ def test_delete_during_init_containers_never_starts_the_rest(
         return status is None
 
     wait_until(gone)
-    assert all([c.name for c in s.containers] == ["setup"] for s in seen)
+    assert all([c.name for c in seen_status.containers] == ["setup"] for seen_status in seen)
     assert not trace.exists()
 
 
